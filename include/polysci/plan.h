@@ -1,0 +1,90 @@
+/* polysci — plans: create once per layer shape, execute many times.
+ *
+ * ps_plan_create does all the work that can be done once: validation,
+ * schedule choice, LIBXSMM JIT dispatch of every microkernel the schedule
+ * needs, and precomputation of the edge (padding) geometry. ps_plan_execute
+ * only walks the schedule and calls kernel pointers.
+ *
+ * Conv weights are packed once into the plan's internal layout:
+ *   size_t bytes; ps_plan_packed_weights_size(plan, &bytes);
+ *   void *packed = aligned_alloc(64, bytes);   (64-byte alignment recommended)
+ *   ps_plan_pack_weights(plan, user_weights, packed);
+ * and the packed buffer is passed to every execute. It carries a header that
+ * ties it to the plan's weight layout, so a wrong buffer is rejected.
+ *
+ * Thread safety: a plan is immutable after creation; it may be executed from
+ * several threads at once with separate dst buffers (and workspaces). */
+#ifndef POLYSCI_PLAN_H
+#define POLYSCI_PLAN_H
+
+#include <stddef.h>
+#include "polysci/status.h"
+#include "polysci/context.h"
+#include "polysci/desc.h"
+#include "polysci/schedule.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ps_plan ps_plan;
+
+typedef struct ps_plan_options {
+    size_t struct_size;          /* sizeof(ps_plan_options); set by init */
+    const ps_schedule *schedule; /* NULL: the planner chooses; else run exactly this one (copied) */
+    int num_threads;             /* 0: the context's */
+} ps_plan_options;
+
+void ps_plan_options_init(ps_plan_options *opts);
+
+/* __give *plan. opts may be NULL. On error *plan is set to NULL. */
+ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc,
+                         const ps_plan_options *opts, ps_plan **plan);
+/* __take. NULL is a no-op. */
+void ps_plan_destroy(ps_plan *plan);
+
+/* The descriptor and schedule the plan runs (owned by the plan). */
+const ps_desc *ps_plan_get_desc(const ps_plan *plan);
+const ps_schedule *ps_plan_get_schedule(const ps_plan *plan);
+
+/* Readable description: descriptor, schedule, kernels. snprintf-like. */
+ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *needed);
+
+/* Conv only: bytes of the packed weights buffer (header included). */
+ps_status ps_plan_packed_weights_size(const ps_plan *plan, size_t *bytes);
+/* Conv only: packs weights (in desc.weight_layout) into `packed`. */
+ps_status ps_plan_pack_weights(const ps_plan *plan, const float *weights, void *packed);
+
+/* Scratch bytes execute needs (NCHW conversion, transposed GEMM operands);
+ * 0 when none. Pass a buffer this large as args.workspace, or NULL and the
+ * plan allocates it per call. */
+ps_status ps_plan_workspace_size(const ps_plan *plan, size_t *bytes);
+
+typedef struct ps_exec_args {
+    size_t struct_size;          /* sizeof(ps_exec_args); set by init */
+    /* conv */
+    const float *src;            /* N x C x H x W in desc layout */
+    const void *weights;         /* packed by ps_plan_pack_weights */
+    const float *bias;           /* K floats, when PS_POST_BIAS */
+    float *dst;                  /* N x K x OH x OW in desc layout; fully written */
+    /* gemm */
+    const float *a, *b;
+    float *c;
+    /* both */
+    void *workspace;             /* optional, ps_plan_workspace_size bytes */
+} ps_exec_args;
+
+void ps_exec_args_init(ps_exec_args *args);
+
+/* Runs the plan. Checks the arguments first; on error nothing is written. */
+ps_status ps_plan_execute(const ps_plan *plan, const ps_exec_args *args);
+
+/* Conveniences over ps_plan_execute. */
+ps_status ps_conv_execute(const ps_plan *plan, const float *src, const void *packed_weights,
+                          const float *bias, float *dst);
+ps_status ps_gemm_execute(const ps_plan *plan, const float *a, const float *b, float *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,13 @@
+/* polysci — convolutions and GEMMs at hand-tuned speed without hand tuning.
+ * Umbrella header: include this one. See docs/api.md. */
+#ifndef POLYSCI_POLYSCI_H
+#define POLYSCI_POLYSCI_H
+
+#include "polysci/version.h"
+#include "polysci/status.h"
+#include "polysci/context.h"
+#include "polysci/desc.h"
+#include "polysci/schedule.h"
+#include "polysci/plan.h"
+
+#endif

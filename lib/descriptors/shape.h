@@ -1,0 +1,33 @@
+/* Internal: derived sizes of validated descriptors. */
+#ifndef PS_DESCRIPTORS_SHAPE_H
+#define PS_DESCRIPTORS_SHAPE_H
+
+#include <stdint.h>
+#include "polysci/desc.h"
+
+/* Convolution geometry in the canonical NHWC view used by the executor. */
+typedef struct ps_conv_shape {
+    int64_t N, C, K, H, W, R, S, OH, OW;
+    int64_t sh, sw, pt, pl, dh, dw;
+} ps_conv_shape;
+
+void ps_conv_shape_of(const ps_conv_desc *d, ps_conv_shape *s);
+
+/* A GEMM normalized to column-major C[M x N] += A[M x K] * B[K x N]:
+ * row-major problems are transposed (C^T = B^T A^T), so `swap` says whether
+ * the user's A and B trade places. trans_a/trans_b are then relative to the
+ * normalized operands. */
+typedef struct ps_gemm_shape {
+    int64_t M, N, K, lda, ldb, ldc;
+    int trans_a, trans_b, swap;
+    float alpha, beta;
+} ps_gemm_shape;
+
+void ps_gemm_shape_of(const ps_gemm_desc *d, ps_gemm_shape *s);
+
+/* Element counts (validated: they fit in int64 and size_t bytes). */
+int64_t ps_conv_src_elems(const ps_conv_shape *s);
+int64_t ps_conv_dst_elems(const ps_conv_shape *s);
+int64_t ps_conv_weight_elems(const ps_conv_shape *s);
+
+#endif

@@ -1,0 +1,154 @@
+/* Plan-time part of the executor: JIT dispatch and padding geometry. */
+#include "execution/engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Floor division for possibly negative numerators. */
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+static ps_status dispatch(ps_brgemm *out, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, int beta)
+{
+    const libxsmm_blasint bm = (libxsmm_blasint)m, bn = (libxsmm_blasint)n, bk = (libxsmm_blasint)k;
+    const libxsmm_blasint la = (libxsmm_blasint)lda, lb = (libxsmm_blasint)ldb, lc = (libxsmm_blasint)ldc;
+    const float alpha = 1.0f, fbeta = beta ? 1.0f : 0.0f;
+    const int flags = LIBXSMM_GEMM_FLAGS('N', 'N');
+    const int prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
+    if ((int64_t)la != lda || (int64_t)lb != ldb || (int64_t)lc != ldc)
+        return ps_error(PS_ERR_UNSUPPORTED, "leading dimension too large for LIBXSMM (lda %lld, ldb %lld, ldc %lld)",
+                        (long long)lda, (long long)ldb, (long long)ldc);
+    *out = libxsmm_smmdispatch_reducebatch_addr(bm, bn, bk, &la, &lb, &lc, &alpha, &fbeta, &flags, &prefetch);
+    if (!*out)
+        return ps_error(PS_ERR_BACKEND, "LIBXSMM could not JIT a %lldx%lldx%lld batch-reduce kernel (lda %lld, ldb %lld, ldc %lld)",
+                        (long long)m, (long long)n, (long long)k, (long long)lda, (long long)ldb, (long long)ldc);
+    return PS_SUCCESS;
+}
+
+/* Kernels for one tile width n. Index [1] of m is used by the last
+ * output-channel block (size m_tail, which may equal m), index [1] of k by the
+ * remainder reduction block; variants for blocks that do not exist stay NULL. */
+static ps_status dispatch_set(ps_kernel_set *ks, const ps_exec *e, int64_t n, int64_t lda_full, int64_t lda_tail,
+                              int64_t ldb, int64_t ldc)
+{
+    const int64_t ms[2] = {e->ks.m, e->m_tail}, kk[2] = {e->ks.k, e->k_tail}, ldas[2] = {lda_full, lda_tail};
+    const int need_m[2] = {e->ext[PS_DIM_K] > 1, 1}, need_k[2] = {e->k_full_blocks > 0, e->k_tail > 0};
+    ps_status st;
+    memset(ks, 0, sizeof *ks);
+    for (int mt = 0; mt < 2; mt++)
+        for (int kt = 0; kt < 2; kt++)
+            for (int beta = 0; beta < 2; beta++)
+                if (need_m[mt] && need_k[kt] &&
+                    (st = dispatch(&ks->fn[mt][kt][beta], ms[mt], n, kk[kt], ldas[mt], ldb, ldc, beta)))
+                    return st;
+    return PS_SUCCESS;
+}
+
+static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
+{
+    ps_conv_shape_of(d, &e->conv);
+    const ps_conv_shape *c = &e->conv;
+    e->post_ops = d->post_ops;
+    e->nchw = d->layout == PS_LAYOUT_NCHW;
+    e->m_tail = c->K - (e->ext[PS_DIM_K] - 1) * e->ks.m;
+    e->k_full_blocks = c->C / e->ks.k;
+    e->k_tail = c->C % e->ks.k;
+    e->k_blocks = ceil_div(c->C, e->ks.k);
+    e->batch_cap = min64(e->ks.batch, e->k_blocks) * c->R * c->S;
+
+    e->r_lo = malloc((size_t)c->OH * sizeof *e->r_lo);
+    e->r_hi = malloc((size_t)c->OH * sizeof *e->r_hi);
+    e->seg_begin = malloc((size_t)(e->ext[PS_DIM_OW] + 1) * sizeof *e->seg_begin);
+    /* At most one segment per output column. */
+    e->segs = malloc((size_t)c->OW * sizeof *e->segs);
+    if (!e->r_lo || !e->r_hi || !e->seg_begin || !e->segs)
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "conv plan: out of memory for the padding geometry");
+
+    /* Valid filter rows of output row oh: 0 <= oh*sh - pt + r*dh < H. */
+    for (int64_t oh = 0; oh < c->OH; oh++) {
+        int64_t ih0 = oh * c->sh - c->pt;
+        e->r_lo[oh] = max64(0, ceil_div(max64(0, -ih0), c->dh));
+        e->r_hi[oh] = min64(c->R, floor_div(c->H - 1 - ih0, c->dh) + 1);
+        if (e->r_hi[oh] < e->r_lo[oh]) e->r_hi[oh] = e->r_lo[oh];
+    }
+    /* Segments: maximal runs of columns in a block with equal valid s range. */
+    const int64_t ldb = c->sw * c->C, ldc = c->K;
+    int64_t ns = 0;
+    ps_status st;
+    for (int64_t b = 0; b < e->ext[PS_DIM_OW]; b++) {
+        e->seg_begin[b] = ns;
+        int64_t end = min64((b + 1) * e->ks.n, c->OW);
+        for (int64_t ow = b * e->ks.n; ow < end; ow++) {
+            int64_t iw0 = ow * c->sw - c->pl;
+            int64_t lo = max64(0, ceil_div(max64(0, -iw0), c->dw));
+            int64_t hi = min64(c->S, floor_div(c->W - 1 - iw0, c->dw) + 1);
+            if (hi < lo) hi = lo;
+            if (ns > e->seg_begin[b] && e->segs[ns - 1].s_lo == lo && e->segs[ns - 1].s_hi == hi) {
+                e->segs[ns - 1].width++;
+            } else {
+                e->segs[ns++] = (ps_conv_segment){.ow0 = ow, .width = 1, .s_lo = lo, .s_hi = hi};
+            }
+        }
+    }
+    e->seg_begin[e->ext[PS_DIM_OW]] = ns;
+    e->n_segs = ns;
+    for (int64_t i = 0; i < ns; i++) {
+        /* Identical widths share kernels: LIBXSMM's registry returns the same code. */
+        if ((st = dispatch_set(&e->segs[i].kernels, e, e->segs[i].width, e->ks.m, e->m_tail, ldb, ldc))) return st;
+    }
+    return PS_SUCCESS;
+}
+
+static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d)
+{
+    ps_gemm_shape_of(d, &e->gemm);
+    const ps_gemm_shape *g = &e->gemm;
+    e->m_tail = g->M - (e->ext[PS_DIM_K] - 1) * e->ks.m;
+    e->n_tail = g->N - (e->ext[PS_DIM_OW] - 1) * e->ks.n;
+    e->k_full_blocks = g->K / e->ks.k;
+    e->k_tail = g->K % e->ks.k;
+    e->k_blocks = ceil_div(g->K, e->ks.k);
+    e->batch_cap = min64(e->ks.batch, e->k_blocks);
+    /* LIBXSMM kernels take A untransposed and alpha = 1: transposed or
+     * scaled A, and transposed B, are copied into the workspace first. */
+    e->pack_a = g->trans_a || g->alpha != 1.0f;
+    e->pack_b = g->trans_b;
+    e->lda = e->pack_a ? g->M : g->lda;
+    e->ldb = e->pack_b ? g->K : g->ldb;
+    ps_status st;
+    if (e->ext[PS_DIM_OW] > 1 && (st = dispatch_set(&e->gemm_kernels[0], e, e->ks.n, e->lda, e->lda, e->ldb, g->ldc)))
+        return st;
+    if ((st = dispatch_set(&e->gemm_kernels[1], e, e->n_tail, e->lda, e->lda, e->ldb, g->ldc))) return st;
+    return PS_SUCCESS;
+}
+
+ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads)
+{
+    memset(e, 0, sizeof *e);
+    const ps_stage *sg = &sched->stages[0];
+    e->kind = desc->kind;
+    e->ks = sg->kernel;
+    e->n_loops = sg->n_loops;
+    memcpy(e->loops, sg->loops, sizeof e->loops);
+    while (e->n_parallel < e->n_loops && e->loops[e->n_parallel].parallel) e->n_parallel++;
+    e->nthreads = nthreads < 1 ? 1 : nthreads;
+    ps_tile_space_extents(desc, &e->ks, e->ext);
+    ps_status st = desc->kind == PS_OP_GEMM ? build_gemm(e, &desc->u.gemm) : build_conv(e, &desc->u.conv);
+    if (st) ps_exec_release(e);
+    return st;
+}
+
+void ps_exec_release(ps_exec *e)
+{
+    free(e->r_lo);
+    free(e->r_hi);
+    free(e->seg_begin);
+    free(e->segs);
+    e->r_lo = e->r_hi = e->seg_begin = NULL;
+    e->segs = NULL;
+}

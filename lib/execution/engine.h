@@ -1,0 +1,88 @@
+/* Internal: the executor. A ps_exec is everything execution needs, computed
+ * at plan time: the loop nest, the tile-space extents, JIT-dispatched LIBXSMM
+ * batch-reduce kernels for every tile shape that occurs (full, remainder,
+ * padding-edge segments), and the padding geometry. Running it walks the
+ * schedule and calls kernel pointers; nothing is dispatched or derived then. */
+#ifndef PS_EXECUTION_ENGINE_H
+#define PS_EXECUTION_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libxsmm.h>
+
+#include "descriptors/shape.h"
+#include "schedule/schedule_impl.h"
+
+typedef libxsmm_smmfunction_reducebatch_addr ps_brgemm;
+
+/* Kernels of one tile shape, by [m is remainder][k is remainder][beta]. */
+typedef struct ps_kernel_set {
+    ps_brgemm fn[2][2][2];
+} ps_kernel_set;
+
+/* A run of output columns inside one ow-block that sees the same filter
+ * columns [s_lo, s_hi) (the others fall into zero padding). */
+typedef struct ps_conv_segment {
+    int64_t ow0, width;
+    int64_t s_lo, s_hi;
+    ps_kernel_set kernels;
+} ps_conv_segment;
+
+typedef struct ps_exec {
+    ps_op_kind kind;
+    ps_kernel_shape ks;
+    int n_loops, n_parallel;   /* loops[0 .. n_parallel) form the parallel band */
+    ps_loop loops[PS_SCHEDULE_MAX_LOOPS];
+    int64_t ext[PS_DIM_COUNT];
+    int nthreads;
+    int64_t batch_cap;         /* most batch entries one kernel call can have */
+    int64_t m_tail;            /* size of the last output-channel block (may equal m) */
+    int64_t k_tail;            /* size of the remainder reduction block, 0 if none */
+    int64_t k_full_blocks;     /* reduction blocks of full size k */
+    int64_t k_blocks;          /* all reduction blocks (full + remainder) */
+
+    /* conv */
+    ps_conv_shape conv;
+    unsigned post_ops;
+    int64_t *r_lo, *r_hi;      /* per output row: valid filter rows */
+    int64_t *seg_begin;        /* per ow-block b: segments [seg_begin[b], seg_begin[b+1]) */
+    ps_conv_segment *segs;
+    int64_t n_segs;
+    int nchw;                  /* activations arrive/leave as NCHW: convert via workspace */
+
+    /* gemm */
+    ps_gemm_shape gemm;
+    int64_t n_tail;            /* width of the last column block (may equal n) */
+    int pack_a, pack_b;        /* operand is transposed/scaled into the workspace first */
+    int64_t lda, ldb;          /* leading dimensions the kernels were built for */
+    ps_kernel_set gemm_kernels[2]; /* [n is remainder] */
+} ps_exec;
+
+/* Builds *e for a validated descriptor and checked schedule. On failure e
+ * holds nothing to free. */
+ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads);
+void ps_exec_release(ps_exec *e);
+
+/* Workspace bytes an execution needs (scratch address lists included). */
+size_t ps_exec_workspace_bytes(const ps_exec *e);
+
+/* Packed-weight layout (conv): per output-channel block of size mk, for r, s,
+ * c, the mk consecutive output channels. */
+int64_t ps_exec_packed_weight_elems(const ps_exec *e);
+void ps_exec_pack_weights(const ps_exec *e, ps_weight_layout layout, const float *w, float *packed);
+
+/* Operands of one execution; pointers already checked non-NULL. */
+typedef struct ps_exec_operands {
+    const float *src;
+    const float *weights;  /* packed data (past the header) */
+    const float *bias;
+    float *dst;
+    const float *a, *b;
+    float *c;
+    void *workspace;       /* ps_exec_workspace_bytes, any alignment */
+} ps_exec_operands;
+
+void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops);
+
+#endif

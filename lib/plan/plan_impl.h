@@ -1,0 +1,23 @@
+/* Internal: the plan object. Immutable after ps_plan_create. */
+#ifndef PS_PLAN_IMPL_H
+#define PS_PLAN_IMPL_H
+
+#include "polysci/plan.h"
+#include "execution/engine.h"
+
+struct ps_plan {
+    ps_context *ctx;
+    ps_desc desc;
+    ps_schedule *schedule;
+    ps_exec exec;
+    uint64_t weight_signature; /* identifies the packed-weight layout */
+    size_t packed_bytes;       /* header included */
+    size_t workspace_bytes;
+    double create_ms;          /* time ps_plan_create took */
+};
+
+/* Header in front of packed weights; the data starts PS_PACKED_HEADER bytes in. */
+#define PS_PACKED_HEADER 64
+#define PS_PACKED_MAGIC 0x5053574731ull /* "PSWG1" */
+
+#endif

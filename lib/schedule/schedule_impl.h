@@ -1,0 +1,46 @@
+/* Internal: the schedule representation.
+ *
+ * A schedule is a list of stages; each stage is a loop nest (outermost first)
+ * over its microkernel's tile space. Single-operator plans have one stage.
+ * Fused operator chains (roadmap: PolyMage-style grouping, overlapped tiles)
+ * will add stages that share the group's outer loops; the fields below are
+ * what every stage has either way. */
+#ifndef PS_SCHEDULE_IMPL_H
+#define PS_SCHEDULE_IMPL_H
+
+#include <stdint.h>
+#include "polysci/schedule.h"
+
+typedef struct ps_loop {
+    ps_dim dim;
+    int64_t tile;   /* microkernel steps of `dim` covered by one iteration */
+    int parallel;   /* member of the outermost parallel band */
+} ps_loop;
+
+/* Microkernel shape of a stage. */
+typedef struct ps_kernel_shape {
+    int m, n, k;    /* BRGEMM m x n x k (conv: K-block, ow-block, C-block) */
+    int batch;      /* reduction blocks per call (conv: times R*S taps) */
+} ps_kernel_shape;
+
+typedef struct ps_stage {
+    ps_kernel_shape kernel;
+    int n_loops;
+    ps_loop loops[PS_SCHEDULE_MAX_LOOPS];
+} ps_stage;
+
+#define PS_SCHEDULE_MAX_STAGES 1 /* raised when fusion lands */
+
+struct ps_schedule {
+    int n_stages;
+    ps_stage stages[PS_SCHEDULE_MAX_STAGES];
+};
+
+/* Extents of the tile space of a (valid) descriptor under a kernel shape:
+ * ext[d] = number of microkernel steps along dimension d. */
+void ps_tile_space_extents(const ps_desc *desc, const ps_kernel_shape *ks, int64_t ext[PS_DIM_COUNT]);
+
+/* Lower-case loop name of a dimension for an op kind ("oh", "m", ...). */
+const char *ps_dim_name(ps_op_kind kind, ps_dim dim);
+
+#endif
