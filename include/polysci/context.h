@@ -7,6 +7,8 @@
 #ifndef POLYSCI_CONTEXT_H
 #define POLYSCI_CONTEXT_H
 
+#include "polysci/export.h"
+
 #include <stddef.h>
 #include "polysci/status.h"
 
@@ -23,14 +25,14 @@ typedef struct ps_context_options {
 } ps_context_options;
 
 /* Fills *opts with defaults. Always call it before setting fields. */
-void ps_context_options_init(ps_context_options *opts);
+PS_API void ps_context_options_init(ps_context_options *opts);
 
 /* __give *ctx. opts may be NULL for defaults. */
-ps_status ps_context_create(const ps_context_options *opts, ps_context **ctx);
+PS_API ps_status ps_context_create(const ps_context_options *opts, ps_context **ctx);
 /* __take ctx. NULL is a no-op. */
-void ps_context_destroy(ps_context *ctx);
+PS_API void ps_context_destroy(ps_context *ctx);
 
-int ps_context_num_threads(const ps_context *ctx);
+PS_API int ps_context_num_threads(const ps_context *ctx);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 #ifndef POLYSCI_DESC_H
 #define POLYSCI_DESC_H
 
+#include "polysci/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include "polysci/status.h"
@@ -75,17 +77,17 @@ typedef struct ps_desc {
 /* Defaults: conv — stride 1, dilation 1, no padding, NHWC, KCRS weights, no
  * post-ops, sizes 0 (must be set); gemm — column-major, no transposes, tight
  * leading dimensions, alpha 1, beta 0, sizes 0. */
-void ps_desc_init_conv(ps_desc *desc);
-void ps_desc_init_gemm(ps_desc *desc);
+PS_API void ps_desc_init_conv(ps_desc *desc);
+PS_API void ps_desc_init_gemm(ps_desc *desc);
 
 /* Checks every field; PS_SUCCESS or the specific error with a message. */
-ps_status ps_desc_validate(const ps_desc *desc);
+PS_API ps_status ps_desc_validate(const ps_desc *desc);
 
 /* Output spatial size of a conv descriptor (valid descriptors only). */
-ps_status ps_conv_output_size(const ps_desc *desc, int64_t *OH, int64_t *OW);
+PS_API ps_status ps_conv_output_size(const ps_desc *desc, int64_t *OH, int64_t *OW);
 
 /* Nominal floating-point operations: 2*N*K*C*OH*OW*R*S, or 2*M*N*K. */
-double ps_desc_flops(const ps_desc *desc);
+PS_API double ps_desc_flops(const ps_desc *desc);
 
 #ifdef __cplusplus
 }

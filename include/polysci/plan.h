@@ -17,6 +17,8 @@
 #ifndef POLYSCI_PLAN_H
 #define POLYSCI_PLAN_H
 
+#include "polysci/export.h"
+
 #include <stddef.h>
 #include "polysci/status.h"
 #include "polysci/context.h"
@@ -29,36 +31,51 @@ extern "C" {
 
 typedef struct ps_plan ps_plan;
 
+/* How the planner orders the candidate schedules. */
+typedef enum ps_ranker {
+    PS_RANKER_DEFAULT = 0, /* the ranker that measured best (see docs/performance.md) */
+    PS_RANKER_COST = 1,    /* PolyScientist cost model: Alg. 2 + Eq. 1 over isl working sets */
+    PS_RANKER_DNN = 2,     /* pairwise neural ranking with a tournament */
+    PS_RANKER_NONE = 3     /* no search: the fixed-order default schedule */
+} ps_ranker;
+
+/* ps_plan_options.flags */
+#define PS_PLAN_NO_CACHE 1u /* neither read nor fill the context's plan cache */
+
 typedef struct ps_plan_options {
     size_t struct_size;          /* sizeof(ps_plan_options); set by init */
     const ps_schedule *schedule; /* NULL: the planner chooses; else run exactly this one (copied) */
     int num_threads;             /* 0: the context's */
+    ps_ranker ranker;
+    int top_k;                   /* time the k best-ranked variants and keep the fastest;
+                                    0 or 1 = purely static (no execution while planning) */
+    unsigned flags;              /* PS_PLAN_* */
 } ps_plan_options;
 
-void ps_plan_options_init(ps_plan_options *opts);
+PS_API void ps_plan_options_init(ps_plan_options *opts);
 
 /* __give *plan. opts may be NULL. On error *plan is set to NULL. */
-ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc,
+PS_API ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc,
                          const ps_plan_options *opts, ps_plan **plan);
 /* __take. NULL is a no-op. */
-void ps_plan_destroy(ps_plan *plan);
+PS_API void ps_plan_destroy(ps_plan *plan);
 
 /* The descriptor and schedule the plan runs (owned by the plan). */
-const ps_desc *ps_plan_get_desc(const ps_plan *plan);
-const ps_schedule *ps_plan_get_schedule(const ps_plan *plan);
+PS_API const ps_desc *ps_plan_get_desc(const ps_plan *plan);
+PS_API const ps_schedule *ps_plan_get_schedule(const ps_plan *plan);
 
 /* Readable description: descriptor, schedule, kernels. snprintf-like. */
-ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *needed);
+PS_API ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *needed);
 
 /* Conv only: bytes of the packed weights buffer (header included). */
-ps_status ps_plan_packed_weights_size(const ps_plan *plan, size_t *bytes);
+PS_API ps_status ps_plan_packed_weights_size(const ps_plan *plan, size_t *bytes);
 /* Conv only: packs weights (in desc.weight_layout) into `packed`. */
-ps_status ps_plan_pack_weights(const ps_plan *plan, const float *weights, void *packed);
+PS_API ps_status ps_plan_pack_weights(const ps_plan *plan, const float *weights, void *packed);
 
 /* Scratch bytes execute needs (NCHW conversion, transposed GEMM operands);
  * 0 when none. Pass a buffer this large as args.workspace, or NULL and the
  * plan allocates it per call. */
-ps_status ps_plan_workspace_size(const ps_plan *plan, size_t *bytes);
+PS_API ps_status ps_plan_workspace_size(const ps_plan *plan, size_t *bytes);
 
 typedef struct ps_exec_args {
     size_t struct_size;          /* sizeof(ps_exec_args); set by init */
@@ -74,15 +91,15 @@ typedef struct ps_exec_args {
     void *workspace;             /* optional, ps_plan_workspace_size bytes */
 } ps_exec_args;
 
-void ps_exec_args_init(ps_exec_args *args);
+PS_API void ps_exec_args_init(ps_exec_args *args);
 
 /* Runs the plan. Checks the arguments first; on error nothing is written. */
-ps_status ps_plan_execute(const ps_plan *plan, const ps_exec_args *args);
+PS_API ps_status ps_plan_execute(const ps_plan *plan, const ps_exec_args *args);
 
 /* Conveniences over ps_plan_execute. */
-ps_status ps_conv_execute(const ps_plan *plan, const float *src, const void *packed_weights,
+PS_API ps_status ps_conv_execute(const ps_plan *plan, const float *src, const void *packed_weights,
                           const float *bias, float *dst);
-ps_status ps_gemm_execute(const ps_plan *plan, const float *a, const float *b, float *c);
+PS_API ps_status ps_gemm_execute(const ps_plan *plan, const float *a, const float *b, float *c);
 
 #ifdef __cplusplus
 }

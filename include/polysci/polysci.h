@@ -3,11 +3,13 @@
 #ifndef POLYSCI_POLYSCI_H
 #define POLYSCI_POLYSCI_H
 
+#include "polysci/export.h"
 #include "polysci/version.h"
 #include "polysci/status.h"
 #include "polysci/context.h"
 #include "polysci/desc.h"
 #include "polysci/schedule.h"
 #include "polysci/plan.h"
+#include "polysci/wisdom.h"
 
 #endif

@@ -23,6 +23,8 @@
 #ifndef POLYSCI_SCHEDULE_H
 #define POLYSCI_SCHEDULE_H
 
+#include "polysci/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include "polysci/status.h"
@@ -47,28 +49,28 @@ typedef enum ps_dim {
 #define PS_SCHEDULE_MAX_LOOPS 16
 
 /* __give *out: an empty schedule with microkernel m x n x k and batch. */
-ps_status ps_schedule_create(int m, int n, int k, int batch, ps_schedule **out);
+PS_API ps_status ps_schedule_create(int m, int n, int k, int batch, ps_schedule **out);
 /* Appends one loop (innermost so far). */
-ps_status ps_schedule_add_loop(ps_schedule *sched, ps_dim dim, int64_t tile, int parallel);
+PS_API ps_status ps_schedule_add_loop(ps_schedule *sched, ps_dim dim, int64_t tile, int parallel);
 /* __give *out, parsed from the text form for an operation kind. */
-ps_status ps_schedule_parse(ps_op_kind kind, const char *text, ps_schedule **out);
+PS_API ps_status ps_schedule_parse(ps_op_kind kind, const char *text, ps_schedule **out);
 /* Text form into buf (always NUL-terminated when len > 0); *needed (optional)
  * gets the length without NUL. PS_ERR_BUFFER_TOO_SMALL if it did not fit. */
-ps_status ps_schedule_format(const ps_schedule *sched, ps_op_kind kind,
+PS_API ps_status ps_schedule_format(const ps_schedule *sched, ps_op_kind kind,
                              char *buf, size_t len, size_t *needed);
 /* __give a copy, or NULL when out of memory. */
-ps_schedule *ps_schedule_copy(const ps_schedule *sched);
+PS_API ps_schedule *ps_schedule_copy(const ps_schedule *sched);
 /* __take. NULL is a no-op. */
-void ps_schedule_destroy(ps_schedule *sched);
+PS_API void ps_schedule_destroy(ps_schedule *sched);
 
 /* Checks that the schedule can run the descriptor (every point of the tile
  * space visited exactly once, legal parallel band, kernel shape sane). */
-ps_status ps_schedule_check(const ps_schedule *sched, const ps_desc *desc);
+PS_API ps_status ps_schedule_check(const ps_schedule *sched, const ps_desc *desc);
 
 /* __give *out: the fixed-loop-order default schedule for a descriptor (the
  * paper's "Microkernel" baseline): heuristic blocking, order n k oh ow c with
  * the n,k,oh band parallel (gemm: m n k with m,n parallel). */
-ps_status ps_schedule_default(const ps_desc *desc, ps_schedule **out);
+PS_API ps_status ps_schedule_default(const ps_desc *desc, ps_schedule **out);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 #ifndef POLYSCI_STATUS_H
 #define POLYSCI_STATUS_H
 
+#include "polysci/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,15 +24,16 @@ typedef enum ps_status {
     PS_ERR_BAD_WEIGHTS = 8,    /* weights buffer was not packed for this plan */
     PS_ERR_BUFFER_TOO_SMALL = 9, /* caller's output buffer is too small */
     PS_ERR_IO = 10,            /* a file could not be read or written */
-    PS_ERR_PARSE = 11          /* text (schedule string, wisdom) is malformed */
+    PS_ERR_PARSE = 11,         /* text (schedule string, wisdom) is malformed or corrupt */
+    PS_ERR_STALE = 12          /* wisdom made for another machine or version; ignored */
 } ps_status;
 
 /* Short constant name of a status ("PS_ERR_INVALID_ARG"); never NULL. */
-const char *ps_status_str(ps_status status);
+PS_API const char *ps_status_str(ps_status status);
 
 /* Detailed message of the last failing call on the calling thread, or ""
  * if none failed yet. Valid until the next polysci call on this thread. */
-const char *ps_last_error_message(void);
+PS_API const char *ps_last_error_message(void);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,8 @@
 #ifndef POLYSCI_VERSION_H
 #define POLYSCI_VERSION_H
 
+#include "polysci/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -12,9 +14,9 @@ extern "C" {
 #define PS_API_VERSION 1
 
 /* "0.1.0"; the library's version (may differ from the header it was compiled against). */
-const char *ps_version(void);
+PS_API const char *ps_version(void);
 /* PS_API_VERSION of the library actually linked. */
-int ps_api_version(void);
+PS_API int ps_api_version(void);
 
 #ifdef __cplusplus
 }

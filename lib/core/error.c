@@ -35,6 +35,7 @@ const char *ps_status_str(ps_status status)
     case PS_ERR_BUFFER_TOO_SMALL: return "PS_ERR_BUFFER_TOO_SMALL";
     case PS_ERR_IO: return "PS_ERR_IO";
     case PS_ERR_PARSE: return "PS_ERR_PARSE";
+    case PS_ERR_STALE: return "PS_ERR_STALE";
     }
     return "PS_ERR_UNKNOWN";
 }

@@ -135,9 +135,26 @@ ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sche
     e->ks = sg->kernel;
     e->n_loops = sg->n_loops;
     memcpy(e->loops, sg->loops, sizeof e->loops);
+    if (desc->kind == PS_OP_GEMM && desc->u.gemm.order == PS_ROW_MAJOR) {
+        /* The schedule speaks of the user's rows (m) and columns (n) of C;
+         * the executor computes the transposed column-major problem. */
+        e->ks.m = sg->kernel.n;
+        e->ks.n = sg->kernel.m;
+        for (int i = 0; i < e->n_loops; i++)
+            e->loops[i].dim = e->loops[i].dim == PS_DIM_K ? PS_DIM_OW : e->loops[i].dim == PS_DIM_OW ? PS_DIM_K : e->loops[i].dim;
+    }
     while (e->n_parallel < e->n_loops && e->loops[e->n_parallel].parallel) e->n_parallel++;
     e->nthreads = nthreads < 1 ? 1 : nthreads;
-    ps_tile_space_extents(desc, &e->ks, e->ext);
+    if (desc->kind == PS_OP_GEMM) {
+        ps_gemm_shape g;
+        ps_gemm_shape_of(&desc->u.gemm, &g);
+        e->ext[PS_DIM_N] = e->ext[PS_DIM_OH] = 1;
+        e->ext[PS_DIM_K] = (g.M + e->ks.m - 1) / e->ks.m;
+        e->ext[PS_DIM_OW] = (g.N + e->ks.n - 1) / e->ks.n;
+        e->ext[PS_DIM_C] = ((g.K + e->ks.k - 1) / e->ks.k + e->ks.batch - 1) / e->ks.batch;
+    } else {
+        ps_tile_space_extents(desc, &e->ks, e->ext);
+    }
     ps_status st = desc->kind == PS_OP_GEMM ? build_gemm(e, &desc->u.gemm) : build_conv(e, &desc->u.conv);
     if (st) ps_exec_release(e);
     return st;

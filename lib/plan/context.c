@@ -3,10 +3,12 @@
 
 #include <libxsmm.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "plan/cache.h"
 
 void ps_context_options_init(ps_context_options *opts)
 {
@@ -33,6 +35,8 @@ ps_status ps_context_create(const ps_context_options *opts, ps_context **ctx)
     if (!c) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_context_create: out of memory");
     c->num_threads = opts->num_threads ? opts->num_threads : omp_get_max_threads();
     c->memory_limit = opts->memory_limit;
+    const char *verbose = getenv("PS_VERBOSE");
+    c->verbose = verbose ? atoi(verbose) : 0;
     ps_status st = ps_machine_detect(&c->machine);
     if (st) {
         free(c);
@@ -40,11 +44,23 @@ ps_status ps_context_create(const ps_context_options *opts, ps_context **ctx)
     }
     /* Idempotent; LIBXSMM finalizes itself at exit, so contexts never call
      * libxsmm_finalize (another context may still be running kernels). */
+    /* Wisdom is valid for this CPU with these caches and this thread count. */
+    int off = snprintf(c->machine_fingerprint, sizeof c->machine_fingerprint, "%s;cores=%d", c->machine.cpu_name,
+                       c->machine.n_cores);
+    for (int i = 0; i < c->machine.n_levels && off < (int)sizeof c->machine_fingerprint; i++)
+        off += snprintf(c->machine_fingerprint + off, sizeof c->machine_fingerprint - (size_t)off, ";L%d=%zu",
+                        c->machine.levels[i].level, c->machine.levels[i].size_bytes);
+    ps_cache_init(c);
     libxsmm_init();
     *ctx = c;
     return PS_SUCCESS;
 }
 
-void ps_context_destroy(ps_context *ctx) { free(ctx); }
+void ps_context_destroy(ps_context *ctx)
+{
+    if (!ctx) return;
+    ps_cache_release(ctx);
+    free(ctx);
+}
 
 int ps_context_num_threads(const ps_context *ctx) { return ctx ? ctx->num_threads : 0; }

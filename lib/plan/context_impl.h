@@ -2,13 +2,27 @@
 #ifndef PS_CONTEXT_IMPL_H
 #define PS_CONTEXT_IMPL_H
 
+#include <pthread.h>
+
 #include "polysci/context.h"
+#include "polysci/schedule.h"
 #include "machine/machine.h"
+
+typedef struct ps_cache_entry {
+    char *key;             /* ps_plan_key text */
+    ps_schedule *schedule; /* the planner's choice for that key */
+} ps_cache_entry;
 
 struct ps_context {
     int num_threads;
     size_t memory_limit;
+    int verbose;                   /* PS_VERBOSE at creation: 0 off, 1 plans+executions, 2 + ranked variants */
     ps_machine machine;
+    char machine_fingerprint[256]; /* what wisdom must match: CPU and cache sizes */
+
+    pthread_mutex_t cache_lock;    /* guards the plan cache below */
+    ps_cache_entry *cache;
+    int cache_n, cache_cap;
 };
 
 #endif

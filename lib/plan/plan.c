@@ -8,7 +8,9 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "plan/cache.h"
 #include "plan/context_impl.h"
+#include "ranking/planner.h"
 
 static double now_ms(void)
 {
@@ -41,6 +43,16 @@ static uint64_t weight_signature(const ps_exec *e)
     return h;
 }
 
+/* PS_VERBOSE lines, like ONEDNN_VERBOSE: one per creation and execution. */
+static void ps_plan_verbose(const ps_plan *p, const char *what, double ms)
+{
+    char key[1024], sched[512];
+    ps_plan_key(&p->desc, p->exec.nthreads, PS_RANKER_DEFAULT, 0, key, sizeof key);
+    ps_schedule_format(p->schedule, p->desc.kind, sched, sizeof sched, NULL);
+    fprintf(stderr, "polysci_verbose,%s,%s,%s,%s,%.4f\n", what, key, sched,
+            strcmp(what, "create") ? "-" : (p->from_cache ? "cache_hit" : "planned"), ms);
+}
+
 ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_options *opts, ps_plan **out)
 {
     if (!out) return ps_error(PS_ERR_NULL_POINTER, "ps_plan_create: plan is NULL");
@@ -59,6 +71,15 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
                         opts->struct_size, sizeof *opts);
     if (opts->num_threads < 0 || opts->num_threads > 4096)
         return ps_error(PS_ERR_INVALID_ARG, "ps_plan_create: num_threads %d out of range (0..4096)", opts->num_threads);
+    if ((int)opts->ranker < PS_RANKER_DEFAULT || opts->ranker > PS_RANKER_NONE)
+        return ps_error(PS_ERR_INVALID_ARG, "ps_plan_create: unknown ranker %d", (int)opts->ranker);
+    if (opts->top_k < 0 || opts->top_k > 100000)
+        return ps_error(PS_ERR_INVALID_ARG, "ps_plan_create: top_k %d out of range (0..100000)", opts->top_k);
+    if (opts->flags & ~PS_PLAN_NO_CACHE)
+        return ps_error(PS_ERR_INVALID_ARG, "ps_plan_create: unknown flags 0x%x", opts->flags & ~PS_PLAN_NO_CACHE);
+    const int nthreads = opts->num_threads ? opts->num_threads : ctx->num_threads;
+    const ps_ranker ranker = opts->ranker == PS_RANKER_DEFAULT ? ps_planner_default_ranker() : opts->ranker;
+    const int top_k = opts->top_k > 1 ? opts->top_k : 1;
 
     ps_plan *p = calloc(1, sizeof *p);
     if (!p) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_plan_create: out of memory");
@@ -71,10 +92,17 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
             goto fail;
         }
     } else {
-        if ((st = ps_schedule_default(desc, &p->schedule))) goto fail;
-        if ((st = ps_schedule_check(p->schedule, desc))) goto fail; /* the default must always be valid */
+        char key[1024];
+        ps_plan_key(desc, nthreads, ranker, top_k, key, sizeof key);
+        if (!(opts->flags & PS_PLAN_NO_CACHE)) p->schedule = ps_cache_lookup(ctx, key);
+        p->from_cache = p->schedule != NULL;
+        if (!p->schedule) {
+            if ((st = ps_planner_choose(ctx, desc, nthreads, ranker, top_k, &p->schedule))) goto fail;
+            /* Whatever the ranker did, the executor only runs checked schedules. */
+            if ((st = ps_schedule_check(p->schedule, desc))) goto fail;
+            if (!(opts->flags & PS_PLAN_NO_CACHE) && (st = ps_cache_insert(ctx, key, p->schedule))) goto fail;
+        }
     }
-    int nthreads = opts->num_threads ? opts->num_threads : ctx->num_threads;
     if ((st = ps_exec_build(&p->exec, desc, p->schedule, nthreads))) goto fail;
     p->workspace_bytes = ps_exec_workspace_bytes(&p->exec);
     if (desc->kind == PS_OP_CONV_FWD) {
@@ -87,6 +115,7 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
         goto fail;
     }
     p->create_ms = now_ms() - t0;
+    if (ctx->verbose) ps_plan_verbose(p, "create", p->create_ms);
     *out = p;
     return PS_SUCCESS;
 fail:
@@ -233,7 +262,13 @@ ps_status ps_plan_execute(const ps_plan *plan, const ps_exec_args *args)
         if (!own) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_plan_execute: cannot allocate %zu bytes of workspace", plan->workspace_bytes);
         ops.workspace = own;
     }
-    ps_exec_run(&plan->exec, &ops);
+    if (plan->ctx->verbose) {
+        double t0 = now_ms();
+        ps_exec_run(&plan->exec, &ops);
+        ps_plan_verbose(plan, "exec", now_ms() - t0);
+    } else {
+        ps_exec_run(&plan->exec, &ops);
+    }
     free(own);
     return PS_SUCCESS;
 }

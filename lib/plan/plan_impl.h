@@ -14,6 +14,7 @@ struct ps_plan {
     size_t packed_bytes;       /* header included */
     size_t workspace_bytes;
     double create_ms;          /* time ps_plan_create took */
+    int from_cache;            /* the schedule came from the plan cache (or wisdom) */
 };
 
 /* Header in front of packed weights; the data starts PS_PACKED_HEADER bytes in. */

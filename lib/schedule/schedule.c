@@ -148,6 +148,8 @@ ps_status ps_schedule_format(const ps_schedule *sched, ps_op_kind kind, char *bu
 {
     if (!sched) return ps_error(PS_ERR_NULL_POINTER, "ps_schedule_format: sched is NULL");
     if (!buf && len) return ps_error(PS_ERR_NULL_POINTER, "ps_schedule_format: buf is NULL");
+    if (kind != PS_OP_CONV_FWD && kind != PS_OP_GEMM)
+        return ps_error(PS_ERR_INVALID_ARG, "ps_schedule_format: unknown op kind %d", (int)kind);
     char tmp[64 + PS_SCHEDULE_MAX_LOOPS * 32];
     const ps_stage *st = &sched->stages[0];
     int off = snprintf(tmp, sizeof tmp, "%dx%dx%d/%d :", st->kernel.m, st->kernel.n, st->kernel.k, st->kernel.batch);
@@ -170,13 +172,14 @@ ps_status ps_schedule_format(const ps_schedule *sched, ps_op_kind kind, char *bu
 void ps_tile_space_extents(const ps_desc *desc, const ps_kernel_shape *ks, int64_t ext[PS_DIM_COUNT])
 {
     if (desc->kind == PS_OP_GEMM) {
-        ps_gemm_shape g;
-        ps_gemm_shape_of(&desc->u.gemm, &g);
+        /* In the user's terms: m blocks rows of C, n its columns, whatever
+         * the storage order (the executor transposes row-major internally). */
+        const ps_gemm_desc *g = &desc->u.gemm;
         ext[PS_DIM_N] = 1;
-        ext[PS_DIM_K] = ceil_div(g.M, ks->m);
+        ext[PS_DIM_K] = ceil_div(g->M, ks->m);
         ext[PS_DIM_OH] = 1;
-        ext[PS_DIM_OW] = ceil_div(g.N, ks->n);
-        ext[PS_DIM_C] = ceil_div(ceil_div(g.K, ks->k), ks->batch);
+        ext[PS_DIM_OW] = ceil_div(g->N, ks->n);
+        ext[PS_DIM_C] = ceil_div(ceil_div(g->K, ks->k), ks->batch);
     } else {
         ps_conv_shape c;
         ps_conv_shape_of(&desc->u.conv, &c);
@@ -270,10 +273,9 @@ ps_status ps_schedule_default(const ps_desc *desc, ps_schedule **out)
     if (st) return st;
     ps_schedule *s;
     if (desc->kind == PS_OP_GEMM) {
-        ps_gemm_shape g;
-        ps_gemm_shape_of(&desc->u.gemm, &g);
-        int m = pick_block(g.M, 64), n = pick_width(g.N, 24), k = pick_block(g.K, 64);
-        int batch = (int)(ceil_div(g.K, k) < 16 ? ceil_div(g.K, k) : 16);
+        const ps_gemm_desc *g = &desc->u.gemm;
+        int m = pick_block(g->M, 64), n = pick_width(g->N, 24), k = pick_block(g->K, 64);
+        int batch = (int)(ceil_div(g->K, k) < 16 ? ceil_div(g->K, k) : 16);
         if ((st = ps_schedule_create(m, n, k, batch, &s))) return st;
         ps_schedule_add_loop(s, PS_DIM_K, 1, 1);
         ps_schedule_add_loop(s, PS_DIM_OW, 1, 1);

@@ -1,0 +1,160 @@
+/* The plan cache: key text -> chosen schedule, guarded by the context's lock. */
+#include "plan/cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "polysci/wisdom.h"
+
+#define CONV_KEY "conv N=%lld C=%lld K=%lld H=%lld W=%lld R=%lld S=%lld sh=%lld sw=%lld pt=%lld pb=%lld pl=%lld pr=%lld dh=%lld dw=%lld layout=%d wl=%d post=%u"
+#define GEMM_KEY "gemm M=%lld N=%lld K=%lld order=%d ta=%d tb=%d lda=%lld ldb=%lld ldc=%lld alpha=%a beta=%a"
+#define OPTS_KEY " threads=%d ranker=%d topk=%d"
+
+int ps_plan_key(const ps_desc *desc, int nthreads, ps_ranker ranker, int top_k, char *buf, size_t len)
+{
+    int n;
+    if (desc->kind == PS_OP_CONV_FWD) {
+        const ps_conv_desc *c = &desc->u.conv;
+        n = snprintf(buf, len, CONV_KEY OPTS_KEY, (long long)c->N, (long long)c->C, (long long)c->K, (long long)c->H,
+                     (long long)c->W, (long long)c->R, (long long)c->S, (long long)c->stride_h, (long long)c->stride_w,
+                     (long long)c->pad_top, (long long)c->pad_bottom, (long long)c->pad_left, (long long)c->pad_right,
+                     (long long)c->dilation_h, (long long)c->dilation_w, (int)c->layout, (int)c->weight_layout,
+                     c->post_ops, nthreads, (int)ranker, top_k);
+    } else {
+        const ps_gemm_desc *g = &desc->u.gemm;
+        n = snprintf(buf, len, GEMM_KEY OPTS_KEY, (long long)g->M, (long long)g->N, (long long)g->K, (int)g->order,
+                     g->trans_a, g->trans_b, (long long)g->lda, (long long)g->ldb, (long long)g->ldc, (double)g->alpha,
+                     (double)g->beta, nthreads, (int)ranker, top_k);
+    }
+    return n;
+}
+
+ps_status ps_plan_key_parse(const char *key, ps_desc *desc, int *nthreads, ps_ranker *ranker, int *top_k)
+{
+    long long v[15];
+    int layout, wl, order, ta, tb, rk, consumed = 0;
+    unsigned post;
+    double alpha, beta;
+    if (strncmp(key, "conv ", 5) == 0) {
+        if (sscanf(key, CONV_KEY OPTS_KEY "%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9],
+                   &v[10], &v[11], &v[12], &v[13], &v[14], &layout, &wl, &post, nthreads, &rk, top_k, &consumed) != 21 ||
+            key[consumed] != 0)
+            return ps_error(PS_ERR_PARSE, "wisdom: malformed conv key \"%.200s\"", key);
+        ps_desc_init_conv(desc);
+        ps_conv_desc *c = &desc->u.conv;
+        c->N = v[0]; c->C = v[1]; c->K = v[2]; c->H = v[3]; c->W = v[4]; c->R = v[5]; c->S = v[6];
+        c->stride_h = v[7]; c->stride_w = v[8]; c->pad_top = v[9]; c->pad_bottom = v[10];
+        c->pad_left = v[11]; c->pad_right = v[12]; c->dilation_h = v[13]; c->dilation_w = v[14];
+        c->layout = (ps_act_layout)layout; c->weight_layout = (ps_weight_layout)wl; c->post_ops = post;
+    } else if (strncmp(key, "gemm ", 5) == 0) {
+        if (sscanf(key, "gemm M=%lld N=%lld K=%lld order=%d ta=%d tb=%d lda=%lld ldb=%lld ldc=%lld alpha=%la beta=%la" OPTS_KEY "%n",
+                   &v[0], &v[1], &v[2], &order, &ta, &tb, &v[3], &v[4], &v[5], &alpha, &beta, nthreads, &rk, top_k,
+                   &consumed) != 14 || key[consumed] != 0)
+            return ps_error(PS_ERR_PARSE, "wisdom: malformed gemm key \"%.200s\"", key);
+        ps_desc_init_gemm(desc);
+        ps_gemm_desc *g = &desc->u.gemm;
+        g->M = v[0]; g->N = v[1]; g->K = v[2]; g->order = (ps_matrix_order)order; g->trans_a = ta; g->trans_b = tb;
+        g->lda = v[3]; g->ldb = v[4]; g->ldc = v[5]; g->alpha = (float)alpha; g->beta = (float)beta;
+    } else {
+        return ps_error(PS_ERR_PARSE, "wisdom: unknown plan kind in \"%.200s\"", key);
+    }
+    *ranker = (ps_ranker)rk;
+    return PS_SUCCESS;
+}
+
+void ps_cache_init(ps_context *ctx)
+{
+    pthread_mutex_init(&ctx->cache_lock, NULL);
+    ctx->cache = NULL;
+    ctx->cache_n = ctx->cache_cap = 0;
+}
+
+static void forget_locked(ps_context *ctx)
+{
+    for (int i = 0; i < ctx->cache_n; i++) {
+        free(ctx->cache[i].key);
+        ps_schedule_destroy(ctx->cache[i].schedule);
+    }
+    ctx->cache_n = 0;
+}
+
+void ps_cache_release(ps_context *ctx)
+{
+    forget_locked(ctx);
+    free(ctx->cache);
+    ctx->cache = NULL;
+    pthread_mutex_destroy(&ctx->cache_lock);
+}
+
+void ps_context_forget_plans(ps_context *ctx)
+{
+    if (!ctx) return;
+    pthread_mutex_lock(&ctx->cache_lock);
+    forget_locked(ctx);
+    pthread_mutex_unlock(&ctx->cache_lock);
+}
+
+int ps_context_cached_plans(const ps_context *ctx)
+{
+    if (!ctx) return 0;
+    pthread_mutex_lock((pthread_mutex_t *)&ctx->cache_lock);
+    int n = ctx->cache_n;
+    pthread_mutex_unlock((pthread_mutex_t *)&ctx->cache_lock);
+    return n;
+}
+
+/* Linear search: a process plans tens to hundreds of layers, and a lookup
+ * costs far less than building the executor it precedes. */
+static int find_locked(const ps_context *ctx, const char *key)
+{
+    for (int i = 0; i < ctx->cache_n; i++)
+        if (strcmp(ctx->cache[i].key, key) == 0) return i;
+    return -1;
+}
+
+ps_schedule *ps_cache_lookup(ps_context *ctx, const char *key)
+{
+    pthread_mutex_lock(&ctx->cache_lock);
+    int i = find_locked(ctx, key);
+    ps_schedule *s = i >= 0 ? ps_schedule_copy(ctx->cache[i].schedule) : NULL;
+    pthread_mutex_unlock(&ctx->cache_lock);
+    return s;
+}
+
+ps_status ps_cache_insert(ps_context *ctx, const char *key, const ps_schedule *sched)
+{
+    ps_schedule *copy = ps_schedule_copy(sched);
+    char *k = strdup(key);
+    if (!copy || !k) {
+        ps_schedule_destroy(copy);
+        free(k);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "plan cache: out of memory");
+    }
+    ps_status st = PS_SUCCESS;
+    pthread_mutex_lock(&ctx->cache_lock);
+    int i = find_locked(ctx, key);
+    if (i >= 0) {
+        ps_schedule_destroy(ctx->cache[i].schedule);
+        ctx->cache[i].schedule = copy;
+        free(k);
+    } else {
+        if (ctx->cache_n == ctx->cache_cap) {
+            int cap = ctx->cache_cap ? 2 * ctx->cache_cap : 64;
+            ps_cache_entry *e = realloc(ctx->cache, (size_t)cap * sizeof *e);
+            if (!e) {
+                st = ps_error(PS_ERR_OUT_OF_MEMORY, "plan cache: out of memory");
+                ps_schedule_destroy(copy);
+                free(k);
+                goto out;
+            }
+            ctx->cache = e;
+            ctx->cache_cap = cap;
+        }
+        ctx->cache[ctx->cache_n++] = (ps_cache_entry){k, copy};
+    }
+out:
+    pthread_mutex_unlock(&ctx->cache_lock);
+    return st;
+}

@@ -1,0 +1,16 @@
+/* Internal: the planner — chooses a schedule for a descriptor. */
+#ifndef PS_RANKING_PLANNER_H
+#define PS_RANKING_PLANNER_H
+
+#include "polysci/plan.h"
+#include "plan/context_impl.h"
+
+/* __give *out: the schedule the ranker puts first (for top_k > 1: the
+ * fastest of the k best when timed on this machine). */
+ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, ps_ranker ranker, int top_k,
+                            ps_schedule **out);
+
+/* The ranker PS_RANKER_DEFAULT stands for. */
+ps_ranker ps_planner_default_ranker(void);
+
+#endif
