@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -211,11 +212,12 @@ ps_status ps_wisdom_import(ps_context *ctx, const char *path, int *n_imported)
     if (!path) return ps_error(PS_ERR_NULL_POINTER, "ps_wisdom_import: path is NULL");
     FILE *f = fopen(path, "rb");
     if (!f) return ps_error(PS_ERR_IO, "ps_wisdom_import: cannot open %s: %s", path, strerror(errno));
-    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         fclose(f);
-        return ps_error(PS_ERR_IO, "ps_wisdom_import: cannot size %s", path);
+        return ps_error(PS_ERR_IO, "ps_wisdom_import: %s is not a regular file", path);
     }
+    long size = (long)sb.st_size;
     if ((size_t)size > WISDOM_MAX_BYTES) {
         fclose(f);
         return ps_error(PS_ERR_PARSE, "wisdom: %s is %ld bytes, larger than any wisdom file; ignored", path, size);
