@@ -55,7 +55,8 @@ typedef enum ps_matrix_order {
     PS_ROW_MAJOR = 1
 } ps_matrix_order;
 
-/* C = alpha * op(A) * op(B) + beta * C, op(A) is M x K, op(B) is K x N. */
+/* C = alpha * op(A) * op(B) + beta * C, op(A) is M x K, op(B) is K x N.
+ * As in BLAS, beta == 0 means C is not read (it may hold NaN or garbage). */
 typedef struct ps_gemm_desc {
     int64_t M, N, K;
     ps_matrix_order order;

@@ -1,0 +1,193 @@
+/* polysci CLI — timing, buffers, error reporting, locating shared/. */
+#include "cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+double cli_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double cli_median(double *v, int n)
+{
+    if (n <= 0) return 0.0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void *cli_alloc(size_t bytes)
+{
+    if (bytes == 0 || bytes > SIZE_MAX - 63) return NULL;
+    return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+}
+
+int cli_mul_size(size_t *out, const int64_t *f, int n)
+{
+    size_t r = 1;
+    for (int i = 0; i < n; i++) {
+        if (f[i] < 0 || (f[i] != 0 && r > SIZE_MAX / (uint64_t)f[i])) return 0;
+        r *= (size_t)f[i];
+    }
+    /* Leave room for byte counts of float/double arrays. */
+    if (r > SIZE_MAX / 16) return 0;
+    *out = r;
+    return 1;
+}
+
+void cli_fill_random(float *v, size_t n, uint64_t seed)
+{
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
+    for (size_t i = 0; i < n; i++) {
+        /* splitmix64 */
+        uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        v[i] = (float)((double)(z >> 40) * (2.0 / 16777216.0) - 1.0); /* 24 bits, exact in f32 */
+    }
+}
+
+void cli_fill_nan(float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) v[i] = NAN;
+}
+
+int cli_report_status(const char *what, ps_status st)
+{
+    const char *msg = ps_last_error_message();
+    fprintf(stderr, "polysci: %s failed: %s%s%s\n", what, ps_status_str(st), msg && *msg ? ": " : "",
+            msg ? msg : "");
+    return CLI_FAIL;
+}
+
+char *cli_plan_describe(const ps_plan *plan)
+{
+    size_t len = 4096;
+    for (int attempt = 0; attempt < 4; attempt++) {
+        char *buf = malloc(len);
+        if (!buf) return NULL;
+        size_t needed = 0;
+        ps_status st = ps_plan_describe(plan, buf, len, &needed);
+        if (st == PS_SUCCESS && needed < len) return buf;
+        free(buf);
+        if (st != PS_SUCCESS && st != PS_ERR_BUFFER_TOO_SMALL) {
+            cli_report_status("ps_plan_describe", st);
+            return NULL;
+        }
+        len = needed >= len ? needed + 1 : len * 2;
+    }
+    return NULL;
+}
+
+void cli_plan_schedule_text(const ps_plan *plan, char *buf, size_t len)
+{
+    const ps_desc *d = ps_plan_get_desc(plan);
+    const ps_schedule *s = ps_plan_get_schedule(plan);
+    if (!d || !s || ps_schedule_format(s, d->kind, buf, len, NULL) != PS_SUCCESS)
+        snprintf(buf, len, "?");
+}
+
+void cli_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+            else fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int shared_in(const char *dir, char *buf, size_t len)
+{
+    char cand[4096], layers[4200];
+    if (snprintf(cand, sizeof cand, "%s/shared", dir) >= (int)sizeof cand) return 0;
+    snprintf(layers, sizeof layers, "%s/layers", cand);
+    if (!is_dir(layers)) return 0;
+    char *real = realpath(cand, NULL);
+    snprintf(buf, len, "%s", real ? real : cand);
+    free(real);
+    return 1;
+}
+
+/* Tries DIR/shared for DIR = start and each of its ancestors. */
+static int shared_upwards(const char *start, char *buf, size_t len)
+{
+    char *dir = realpath(start, NULL);
+    if (!dir) return 0;
+    for (;;) {
+        if (shared_in(dir, buf, len)) {
+            free(dir);
+            return 1;
+        }
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir) break;
+        *slash = '\0';
+    }
+    free(dir);
+    return 0;
+}
+
+int cli_find_shared(char *buf, size_t len)
+{
+    const char *env = getenv("POLYSCI_SHARED");
+    if (env && *env) {
+        char layers[4200];
+        snprintf(layers, sizeof layers, "%s/layers", env);
+        if (is_dir(layers)) {
+            snprintf(buf, len, "%s", env);
+            return 1;
+        }
+        fprintf(stderr, "polysci: warning: POLYSCI_SHARED=%s has no layers/ folder; ignored\n", env);
+    }
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            if (shared_upwards(exe, buf, len)) return 1;
+        }
+    }
+#ifdef POLYSCI_SOURCE_DIR
+    if (shared_upwards(POLYSCI_SOURCE_DIR, buf, len)) return 1;
+#endif
+    if (shared_upwards(".", buf, len)) return 1;
+#ifdef POLYSCI_SOURCE_DIR
+    /* Last resort: the copies of the layer lists kept in the repository. */
+    char layers[4200];
+    snprintf(layers, sizeof layers, "%s/bench/layers", POLYSCI_SOURCE_DIR);
+    if (is_dir(layers)) {
+        snprintf(buf, len, "%s/bench", POLYSCI_SOURCE_DIR);
+        return 1;
+    }
+#endif
+    return 0;
+}
