@@ -180,14 +180,5 @@ int cli_find_shared(char *buf, size_t len)
     if (shared_upwards(POLYSCI_SOURCE_DIR, buf, len)) return 1;
 #endif
     if (shared_upwards(".", buf, len)) return 1;
-#ifdef POLYSCI_SOURCE_DIR
-    /* Last resort: the copies of the layer lists kept in the repository. */
-    char layers[4200];
-    snprintf(layers, sizeof layers, "%s/bench/layers", POLYSCI_SOURCE_DIR);
-    if (is_dir(layers)) {
-        snprintf(buf, len, "%s/bench", POLYSCI_SOURCE_DIR);
-        return 1;
-    }
-#endif
     return 0;
 }

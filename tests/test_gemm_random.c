@@ -1,0 +1,266 @@
+/* Randomized GEMMs against the double-precision reference.
+ *
+ * >= 300 cases (PS_TEST_SEED overrides the seed, PS_TEST_COUNT the count):
+ * column/row major x trans_a x trans_b recur every 8 cases; M, N, K are drawn
+ * from 1, small odd primes, powers of two and neighbours; leading dimensions
+ * are 0 (tight), explicitly tight or padded; alpha and beta include 0, 1, -1
+ * and other values. The planner chooses the schedule. Checks: the result
+ * within ref_tolerance, elements of C outside the M x N matrix (the ldc gap)
+ * untouched, A and B unmodified, and with beta == 0 C is not read (it is
+ * filled with NaN in half of those cases — the BLAS convention that lets
+ * callers pass uninitialised output). */
+#define _POSIX_C_SOURCE 200809L
+#include <time.h>
+
+#include "reference.h"
+#include "test_util.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void print_gemm(FILE *f, const ps_gemm_desc *g)
+{
+    fprintf(f,
+            "M=%" PRId64 " N=%" PRId64 " K=%" PRId64 " %s trans_a=%d trans_b=%d lda=%" PRId64
+            " ldb=%" PRId64 " ldc=%" PRId64 " alpha=%.9g beta=%.9g",
+            g->M, g->N, g->K, g->order == PS_ROW_MAJOR ? "row-major" : "col-major", g->trans_a,
+            g->trans_b, g->lda, g->ldb, g->ldc, (double)g->alpha, (double)g->beta);
+}
+
+static int64_t draw_size(tu_rng *r)
+{
+    static const int64_t v[] = {1,  1,  2,  3,  5,  7,  8,  13, 16, 17,  23,  31,
+                                32, 33, 37, 47, 61, 64, 65, 97, 96, 127, 128, 131};
+    if (tu_range(r, 0, 4) == 0) return tu_range(r, 1, 160);
+    return tu_pick(r, v, (int)(sizeof v / sizeof v[0]));
+}
+
+static int64_t draw_ld(tu_rng *r, int64_t min_ld)
+{
+    switch (tu_range(r, 0, 2)) {
+    case 0: return 0;                              /* tight, implicit */
+    case 1: return min_ld;                         /* tight, explicit */
+    default: return min_ld + tu_range(r, 1, 17);   /* padded */
+    }
+}
+
+static float draw_scalar(tu_rng *r, int is_beta)
+{
+    static const float alphas[] = {1.0f, 1.0f, 0.0f, -1.0f, 0.5f, 2.5f, -0.3125f};
+    static const float betas[] = {0.0f, 0.0f, 1.0f, 1.0f, -0.75f, 2.0f, 0.1f};
+    if (tu_range(r, 0, 7) == 0) return tu_uniform(r) * 3.0f;
+    return is_beta ? betas[tu_range(r, 0, 6)] : alphas[tu_range(r, 0, 6)];
+}
+
+typedef struct stats {
+    int cases, failed;
+    double max_norm_err, t_plan, t_exec;
+} stats;
+
+static void fail_case(stats *st, int idx, const ps_gemm_desc *g, const char *what, const char *detail)
+{
+    st->failed++;
+    fprintf(stderr, "FAIL case #%d: %s: %s\n    ", idx, what, detail ? detail : "");
+    print_gemm(stderr, g);
+    fprintf(stderr, "\n");
+}
+
+static ps_ranker g_rankers[4] = {PS_RANKER_DEFAULT};
+static int g_n_rankers = 1;
+
+static void run_case(ps_context *ctx, tu_rng *r, int idx, const ps_gemm_desc *g, int nan_c, stats *st)
+{
+    char msg[1024], text[512] = "", text2[512] = "";
+    ps_desc desc;
+    ps_desc_init_gemm(&desc);
+    desc.u.gemm = *g;
+    st->cases++;
+    ps_status s = ps_desc_validate(&desc);
+    if (s != PS_SUCCESS) {
+        snprintf(msg, sizeof msg, "%s: %s", ps_status_str(s), ps_last_error_message());
+        fail_case(st, idx, g, "ps_desc_validate", msg);
+        return;
+    }
+    const double want_flops = 2.0 * (double)g->M * (double)g->N * (double)g->K;
+    if (fabs(ps_desc_flops(&desc) - want_flops) > 1e-9 * want_flops) {
+        snprintf(msg, sizeof msg, "got %.0f want %.0f", ps_desc_flops(&desc), want_flops);
+        fail_case(st, idx, g, "ps_desc_flops", msg);
+    }
+
+    const int64_t na = ref_gemm_buffer_elems(g, 'a', ref_gemm_ld(g, 'a'));
+    const int64_t nb = ref_gemm_buffer_elems(g, 'b', ref_gemm_ld(g, 'b'));
+    const int64_t nc = ref_gemm_buffer_elems(g, 'c', ref_gemm_ld(g, 'c'));
+    const int64_t MN = g->M * g->N;
+    float *a = tu_alloc_f(na), *b = tu_alloc_f(nb), *c = tu_alloc_f(nc);
+    float *a0 = tu_alloc_f(na), *b0 = tu_alloc_f(nb), *c0 = tu_alloc_f(nc), *got = tu_alloc_f(MN);
+    double *ref = tu_alloc_d(MN), *mag = tu_alloc_d(MN);
+    unsigned char *in_c = calloc((size_t)nc, 1);
+    void *ws = NULL;
+    tu_fill_random(r, a, na);
+    tu_fill_random(r, b, nb);
+    /* C: logical elements random (or NaN when beta == 0 must not read them),
+     * the gaps between columns/rows hold a sentinel that must survive */
+    tu_fill(c, nc, tu_sentinel());
+    for (int64_t j = 0; j < g->N; j++)
+        for (int64_t i = 0; i < g->M; i++) {
+            const int64_t o = ref_gemm_index(g, 'c', i, j);
+            c[o] = nan_c ? NAN : tu_uniform(r);
+            in_c[o] = 1;
+        }
+    memcpy(a0, a, (size_t)na * sizeof(float));
+    memcpy(b0, b, (size_t)nb * sizeof(float));
+    memcpy(c0, c, (size_t)nc * sizeof(float));
+
+    ps_plan *plan = NULL;
+    double t0 = now_s();
+    ps_plan_options popts;
+    ps_plan_options_init(&popts);
+    popts.ranker = g_rankers[(idx / 3) % g_n_rankers]; /* not in step with the layout cycle */
+    popts.top_k = idx % 7 == 3 ? 3 : 0;
+    popts.flags = idx % 5 == 2 ? PS_PLAN_NO_CACHE : 0;
+    s = ps_plan_create(ctx, &desc, idx % 6 == 0 ? NULL : &popts, &plan);
+    st->t_plan += now_s() - t0;
+    if (s != PS_SUCCESS) {
+        snprintf(msg, sizeof msg, "%s: %s", ps_status_str(s), ps_last_error_message());
+        fail_case(st, idx, g, "ps_plan_create", msg);
+        goto out;
+    }
+    const ps_schedule *sched = ps_plan_get_schedule(plan);
+    if (!sched) {
+        fail_case(st, idx, g, "ps_plan_get_schedule", "NULL");
+        goto out;
+    }
+    s = ps_schedule_check(sched, &desc);
+    if (s != PS_SUCCESS) {
+        snprintf(msg, sizeof msg, "%s: %s", ps_status_str(s), ps_last_error_message());
+        fail_case(st, idx, g, "ps_schedule_check(plan's schedule)", msg);
+    }
+    s = ps_schedule_format(sched, PS_OP_GEMM, text, sizeof text, NULL);
+    if (s == PS_SUCCESS) {
+        ps_schedule *back = NULL;
+        s = ps_schedule_parse(PS_OP_GEMM, text, &back);
+        if (s == PS_SUCCESS) s = ps_schedule_format(back, PS_OP_GEMM, text2, sizeof text2, NULL);
+        ps_schedule_destroy(back);
+    }
+    if (s != PS_SUCCESS || strcmp(text, text2) != 0) {
+        snprintf(msg, sizeof msg, "'%s' -> %s '%s'", text, ps_status_str(s), text2);
+        fail_case(st, idx, g, "schedule format/parse round trip", msg);
+    }
+    size_t wsbytes = 0;
+    s = ps_plan_workspace_size(plan, &wsbytes);
+    if (s != PS_SUCCESS) {
+        fail_case(st, idx, g, "ps_plan_workspace_size", ps_status_str(s));
+        goto out;
+    }
+    if (wsbytes && idx % 2) ws = tu_alloc(wsbytes);
+
+    t0 = now_s();
+    if (idx % 3 == 0) {
+        s = ps_gemm_execute(plan, a, b, c);
+    } else {
+        ps_exec_args args;
+        ps_exec_args_init(&args);
+        args.a = a;
+        args.b = b;
+        args.c = c;
+        args.workspace = ws;
+        s = ps_plan_execute(plan, &args);
+    }
+    st->t_exec += now_s() - t0;
+    if (s != PS_SUCCESS) {
+        snprintf(msg, sizeof msg, "%s: %s", ps_status_str(s), ps_last_error_message());
+        fail_case(st, idx, g, "execute", msg);
+        goto out;
+    }
+
+    int64_t L = 0;
+    ref_gemm(g, a0, b0, c0, ref, mag, &L);
+    for (int64_t j = 0; j < g->N; j++)
+        for (int64_t i = 0; i < g->M; i++) got[i + j * g->M] = c[ref_gemm_index(g, 'c', i, j)];
+    ref_cmp cmp;
+    ref_compare(got, ref, mag, MN, L, &cmp);
+    if (cmp.n_bad) {
+        const int64_t i = cmp.first_bad % g->M, j = cmp.first_bad / g->M;
+        snprintf(msg, sizeof msg,
+                 "%" PRId64 " of %" PRId64 " wrong; first C(%" PRId64 ",%" PRId64 "): got %.9g want %.9g%s; "
+                 "schedule '%s'",
+                 cmp.n_bad, MN, i, j, cmp.first_got, cmp.first_ref,
+                 nan_c ? " (C held NaN on input, beta = 0 must not read it)" : "", text);
+        fail_case(st, idx, g, "wrong result", msg);
+    } else if (cmp.max_norm_err > st->max_norm_err) {
+        st->max_norm_err = cmp.max_norm_err;
+    }
+    for (int64_t o = 0; o < nc; o++)
+        if (!in_c[o] && memcmp(&c[o], &c0[o], sizeof(float))) {
+            snprintf(msg, sizeof msg, "C buffer offset %" PRId64 " (outside the M x N matrix) written", o);
+            fail_case(st, idx, g, "ldc gap written", msg);
+            break;
+        }
+    if (memcmp(a, a0, (size_t)na * sizeof(float)) || memcmp(b, b0, (size_t)nb * sizeof(float)))
+        fail_case(st, idx, g, "inputs modified", "A or B changed");
+
+out:
+    ps_plan_destroy(plan);
+    free(a); free(b); free(c); free(a0); free(b0); free(c0); free(got);
+    free(ref); free(mag); free(in_c); free(ws);
+}
+
+int main(void)
+{
+    const uint64_t seed = tu_seed("test_gemm_random", 977u);
+    const char *cnt = getenv("PS_TEST_COUNT");
+    const int n = cnt && *cnt ? atoi(cnt) : 320;
+    ps_context *ctx = NULL;
+    ps_status s = ps_context_create(NULL, &ctx);
+    if (s != PS_SUCCESS) {
+        fprintf(stderr, "ps_context_create: %s: %s\n", ps_status_str(s), ps_last_error_message());
+        return 1;
+    }
+    g_n_rankers = tu_available_rankers(ctx, g_rankers);
+    if (g_n_rankers == 0) return 1;
+    /* after the random cases, a few larger fixed sizes: several blocks in every dimension and
+     * reductions longer than one default batch (chunked reduction) */
+    static const int64_t fixed[][3] = {{200, 50, 1100}, {65, 129, 1025}, {1, 1, 3000}, {300, 1, 300},
+                                       {1, 257, 64}, {128, 128, 2053}, {97, 3, 4099}, {513, 7, 17}};
+    const int n_fixed = (int)(sizeof fixed / sizeof fixed[0]);
+    stats st = {0};
+    const double t0 = now_s();
+    for (int i = 0; i < n + n_fixed; i++) {
+        tu_rng r = {seed ^ (0x2545F4914F6CDD1Dull * (uint64_t)(i + 1))};
+        ps_desc d;
+        ps_desc_init_gemm(&d);
+        ps_gemm_desc g = d.u.gemm;
+        g.order = (ps_matrix_order)(i % 2);
+        g.trans_a = (i / 2) % 2;
+        g.trans_b = (i / 4) % 2;
+        do {
+            g.M = draw_size(&r);
+            g.N = draw_size(&r);
+            g.K = draw_size(&r);
+        } while ((double)g.M * (double)g.N * (double)g.K > 1.2e6);
+        if (i % 16 == 8) g.M = 1;  /* guaranteed vector cases */
+        if (i % 16 == 9) g.N = 1;
+        if (i % 16 == 10) g.K = 1;
+        if (i >= n) {
+            g.M = fixed[i - n][0];
+            g.N = fixed[i - n][1];
+            g.K = fixed[i - n][2];
+        }
+        g.lda = draw_ld(&r, ref_gemm_min_ld(&g, 'a'));
+        g.ldb = draw_ld(&r, ref_gemm_min_ld(&g, 'b'));
+        g.ldc = draw_ld(&r, ref_gemm_min_ld(&g, 'c'));
+        g.alpha = draw_scalar(&r, 0);
+        g.beta = draw_scalar(&r, 1);
+        const int nan_c = g.beta == 0.0f && tu_range(&r, 0, 1);
+        run_case(ctx, &r, i, &g, nan_c, &st);
+    }
+    ps_context_destroy(ctx);
+    printf("test_gemm_random: %d cases (%d random + %d fixed larger), %d failed; max normalized error %.3g (<= 1 passes, "
+           "tol(L) = 8u*sqrt(L)+2u); time %.1fs (plan %.1fs, exec %.1fs)\n",
+           st.cases, n, n_fixed, st.failed, st.max_norm_err, now_s() - t0, st.t_plan, st.t_exec);
+    return st.failed || tu_failures ? 1 : 0;
+}
