@@ -1,0 +1,684 @@
+/* Latency, bandwidth and peak: the built-in table, the calibration
+ * (pointer chase, streaming reads, FMA loop, dependent-add clock) and the
+ * per-machine profile file that keeps its results between runs. */
+#include "machine/machine.h"
+#include "machine/machine_internal.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PS_X86 1
+#else
+#define PS_X86 0
+#endif
+
+#define MIB ((size_t)1 << 20)
+#define PROFILE_VERSION 1
+
+/* ----------------------------------------------------------------- table */
+
+/* Rough single-core figures of current x86 server cores (Zen 4/5, Sapphire
+ * Rapids) at ~3.5 GHz; Eq. 1 needs their ratios more than their values.
+ * The project VM (Zen 5) measures L1 1.1 ns/450 GB/s, L2 4.4/230, L3
+ * ~20/105, memory ~90-150 ns/40 GB/s; Intel's L3/memory are slower per core. */
+static const double table_lat_ns[PS_MAX_CACHE_LEVELS] = {1.2, 4.0, 18.0, 40.0};
+static const double table_bw_gbs[PS_MAX_CACHE_LEVELS] = {300.0, 150.0, 60.0, 30.0};
+static const double table_mem_lat_ns = 100.0, table_mem_bw_gbs = 20.0;
+
+void ps_machine_perf_table(ps_machine *m)
+{
+    for (int i = 0; i < m->n_levels && i < PS_MAX_CACHE_LEVELS; i++) {
+        m->levels[i].latency_ns = table_lat_ns[i];
+        m->levels[i].bandwidth_gbs = table_bw_gbs[i];
+    }
+    m->mem_latency_ns = table_mem_lat_ns;
+    m->mem_bandwidth_gbs = table_mem_bw_gbs;
+    m->perf_source = "table";
+}
+
+int ps_machine_calibrate_mode(ps_machine *m)
+{
+    const char *e = getenv("PS_CALIBRATE");
+    if (!e || !*e || strcmp(e, "1") == 0) return 1;
+    if (strcmp(e, "0") == 0) return 0;
+    if (strcmp(e, "force") == 0) return 2;
+    if (m) ps_machine_note(m, "PS_CALIBRATE=\"%.16s\" not understood (0, 1 or force); using 1", e);
+    return 1;
+}
+
+/* --------------------------------------------------------------- profile */
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+    for (; *s; s++) { h ^= (unsigned char)*s; h *= 1099511628211ull; }
+    return h;
+}
+
+static void sizes_text(const ps_machine *m, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < m->n_levels; i++) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%s%zu", i ? " " : "", m->levels[i].size_bytes);
+    }
+}
+
+/* Directory for profiles: $XDG_CACHE_HOME/polysci (absolute paths only, per
+ * the XDG spec), else $HOME/.cache/polysci. 0 when neither is usable. */
+static int profile_dir(char *buf, size_t len)
+{
+    const char *x = getenv("XDG_CACHE_HOME");
+    int n;
+    if (x && x[0] == '/') n = snprintf(buf, len, "%s/polysci", x);
+    else {
+        const char *h = getenv("HOME");
+        if (!h || h[0] != '/') { if (len) buf[0] = '\0'; return 0; }
+        n = snprintf(buf, len, "%s/.cache/polysci", h);
+    }
+    return n > 0 && (size_t)n < len ? n : 0;
+}
+
+int ps_machine_profile_path(const ps_machine *m, char *buf, size_t len)
+{
+    char dir[512], sizes[160];
+    if (!m || !profile_dir(dir, sizeof dir)) { if (buf && len) buf[0] = '\0'; return 0; }
+    sizes_text(m, sizes, sizeof sizes);
+    uint64_t h = 14695981039346656037ull;
+    h = fnv1a(h, m->cpu_name); h = fnv1a(h, "\n");
+    h = fnv1a(h, m->cpu_key); h = fnv1a(h, "\n");
+    h = fnv1a(h, sizes);
+    return snprintf(buf, len, "%s/machine-%016llx.profile", dir, (unsigned long long)h);
+}
+
+static int plausible_perf(double lat, double bw)
+{
+    return lat > 0.05 && lat < 5000 && bw > 0.01 && bw < 50000;
+}
+
+/* Parses "<lat> <bw>" (and nothing else) from s. */
+static int parse_pair(const char *s, double *a, double *b)
+{
+    if (!ps_machine_parse_decimal(&s, a) || *s++ != ' ' || !ps_machine_parse_decimal(&s, b)) return 0;
+    return *s == '\0';
+}
+
+int ps_machine_load_profile(ps_machine *m)
+{
+    char path[640];
+    int n = ps_machine_profile_path(m, path, sizeof path);
+    if (n <= 0 || (size_t)n >= sizeof path) return 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return 0; /* no profile yet: the usual case, not worth a note */
+    char line[256], sizes[160];
+    sizes_text(m, sizes, sizeof sizes);
+    double lat[PS_MAX_CACHE_LEVELS], bw[PS_MAX_CACHE_LEVELS], mlat = 0, mbw = 0;
+    double peak = 0, ghz = 0, pipes = 0, lanes = 0;
+    int have_level[PS_MAX_CACHE_LEVELS] = {0};
+    int lineno = 0, have_mem = 0, have_peak = 0, stale = 0, bad = 0, have_header = 0, have_ident = 0;
+    while (!bad && !stale && fgets(line, sizeof line, f)) {
+        lineno++;
+        size_t len = strlen(line);
+        if (len && line[len - 1] == '\n') line[--len] = '\0';
+        else if (!feof(f)) { bad = lineno; break; } /* over-long line */
+        if (line[0] == '#' || line[0] == '\0') continue;
+        if (!have_header) {
+            char want[48];
+            snprintf(want, sizeof want, "polysci-machine-profile %d", PROFILE_VERSION);
+            if (strncmp(line, "polysci-machine-profile ", 24) != 0) bad = lineno;
+            else if (strcmp(line, want) != 0) stale = lineno;
+            have_header = 1;
+        } else if (strncmp(line, "cpu ", 4) == 0) {
+            if (strcmp(line + 4, m->cpu_name) != 0) stale = lineno;
+            have_ident |= 1;
+        } else if (strncmp(line, "key ", 4) == 0) {
+            if (strcmp(line + 4, m->cpu_key) != 0) stale = lineno;
+            have_ident |= 2;
+        } else if (strncmp(line, "caches ", 7) == 0) {
+            if (strcmp(line + 7, sizes) != 0) stale = lineno;
+            have_ident |= 4;
+        } else if (strncmp(line, "level ", 6) == 0) {
+            int l = line[6] - '0';
+            if (l < 1 || l > m->n_levels || line[7] != ' ' ||
+                !parse_pair(line + 8, &lat[l - 1], &bw[l - 1]) || !plausible_perf(lat[l - 1], bw[l - 1]))
+                bad = lineno;
+            else have_level[l - 1] = 1;
+        } else if (strncmp(line, "memory ", 7) == 0) {
+            if (!parse_pair(line + 7, &mlat, &mbw) || !plausible_perf(mlat, mbw)) bad = lineno;
+            else have_mem = 1;
+        } else if (strncmp(line, "peak ", 5) == 0) {
+            const char *p = line + 5;
+            if (!ps_machine_parse_decimal(&p, &peak) || *p++ != ' ' || !ps_machine_parse_decimal(&p, &ghz) ||
+                *p++ != ' ' || !ps_machine_parse_decimal(&p, &pipes) || *p++ != ' ' ||
+                !ps_machine_parse_decimal(&p, &lanes) || *p != '\0' || !(peak > 0.1 && peak < 1e5) ||
+                ghz > 20 || pipes < 1 || pipes > 8 || lanes < 1 || lanes > 64)
+                bad = lineno;
+            else have_peak = 1;
+        } else {
+            bad = lineno;
+        }
+    }
+    fclose(f);
+    for (int i = 0; !bad && !stale && i < m->n_levels; i++)
+        if (!have_level[i]) bad = -1;
+    if (!bad && !stale && (!have_mem || !have_peak || !have_header || have_ident != 7)) bad = -1;
+    if (stale) {
+        ps_machine_note(m, "profile %s ignored: stale (line %d does not match this machine)", path, stale);
+        return 0;
+    }
+    if (bad) {
+        if (bad > 0) ps_machine_note(m, "profile %s ignored: corrupt at line %d", path, bad);
+        else ps_machine_note(m, "profile %s ignored: incomplete", path);
+        return 0;
+    }
+    for (int i = 0; i < m->n_levels; i++) {
+        m->levels[i].latency_ns = lat[i];
+        m->levels[i].bandwidth_gbs = bw[i];
+    }
+    m->mem_latency_ns = mlat;
+    m->mem_bandwidth_gbs = mbw;
+    m->peak_gflops_core = peak;
+    m->freq_ghz = ghz;
+    m->fma_units = (int)pipes;
+    m->simd_f32_lanes = (int)lanes;
+    m->perf_source = "profile";
+    m->peak_source = "profile";
+    ps_machine_note(m, "latency/bandwidth/peak from profile %s", path);
+    return 1;
+}
+
+static int mkdir_p(const char *dir)
+{
+    char tmp[512];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof tmp) return -1;
+    memcpy(tmp, dir, n + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(tmp, 0700) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* Writes the profile atomically (temp file + rename), so a concurrent
+ * reader never sees half a file. */
+static int save_profile(ps_machine *m)
+{
+    char path[640], dir[512], tmp[660], sizes[160], a[32], b[32], c[32];
+    int n = ps_machine_profile_path(m, path, sizeof path);
+    if (n <= 0 || (size_t)n >= sizeof path || !profile_dir(dir, sizeof dir)) {
+        ps_machine_note(m, "profile not saved: no cache directory (XDG_CACHE_HOME/HOME unset)");
+        return 0;
+    }
+    if (mkdir_p(dir) != 0) {
+        ps_machine_note(m, "profile not saved: cannot create %s (%s)", dir, strerror(errno));
+        return 0;
+    }
+    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        ps_machine_note(m, "profile not saved: cannot write in %s (%s)", dir, strerror(errno));
+        if (fd >= 0) { close(fd); unlink(tmp); }
+        return 0;
+    }
+    sizes_text(m, sizes, sizeof sizes);
+    fprintf(f, "polysci-machine-profile %d\n", PROFILE_VERSION);
+    fprintf(f, "# written by ps_machine_calibrate; delete this file to measure again\n");
+    fprintf(f, "cpu %s\nkey %s\ncaches %s\n", m->cpu_name, m->cpu_key, sizes);
+    for (int i = 0; i < m->n_levels; i++) {
+        ps_machine_fmt_fixed(m->levels[i].latency_ns, 3, a, sizeof a);
+        ps_machine_fmt_fixed(m->levels[i].bandwidth_gbs, 3, b, sizeof b);
+        fprintf(f, "level %d %s %s\n", i + 1, a, b);
+    }
+    ps_machine_fmt_fixed(m->mem_latency_ns, 3, a, sizeof a);
+    ps_machine_fmt_fixed(m->mem_bandwidth_gbs, 3, b, sizeof b);
+    fprintf(f, "memory %s %s\n", a, b);
+    ps_machine_fmt_fixed(m->peak_gflops_core, 3, a, sizeof a);
+    ps_machine_fmt_fixed(m->freq_ghz, 4, c, sizeof c);
+    fprintf(f, "peak %s %s %d %d\n", a, c, m->fma_units, m->simd_f32_lanes);
+    int err = ferror(f);
+    if (fclose(f) != 0 || err || rename(tmp, path) != 0) {
+        ps_machine_note(m, "profile not saved: writing %s failed (%s)", path, strerror(errno));
+        unlink(tmp);
+        return 0;
+    }
+    ps_machine_note(m, "profile saved to %s", path);
+    return 1;
+}
+
+/* ----------------------------------------------------------- measurement */
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+    *s = x;
+    return x * 2685821657736338717ull;
+}
+
+/* One random cycle through every `stride`-th line of [base, base+ws)
+ * (Sattolo's algorithm), so hardware prefetchers cannot follow it. */
+static int build_chain(unsigned char *base, size_t ws, size_t stride, uint64_t *seed)
+{
+    size_t n = ws / stride;
+    if (n < 2) return -1;
+    uint32_t *perm = malloc(n * sizeof *perm);
+    if (!perm) return -1;
+    for (size_t i = 0; i < n; i++) perm[i] = (uint32_t)i;
+    for (size_t i = n - 1; i > 0; i--) {
+        size_t j = (size_t)(rng_next(seed) % i);
+        uint32_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
+    }
+    for (size_t i = 0; i < n; i++) *(void **)(void *)(base + i * stride) = base + (size_t)perm[i] * stride;
+    free(perm);
+    return 0;
+}
+
+static __attribute__((noinline)) void *chase(void *p, size_t steps)
+{
+    for (size_t i = 0; i < steps; i += 8) {
+        p = *(void **)p; p = *(void **)p; p = *(void **)p; p = *(void **)p;
+        p = *(void **)p; p = *(void **)p; p = *(void **)p; p = *(void **)p;
+    }
+    return p;
+}
+
+/* Reads n floats (n a multiple of 128, 64-byte aligned); returns their sum so
+ * the loads are not optimised away. */
+typedef float (*sum_fn)(const float *, size_t);
+
+#if PS_X86
+__attribute__((target("avx512f"))) static float sum_avx512(const float *p, size_t n)
+{
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    for (size_t i = 0; i < n; i += 128) {
+        a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
+        a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
+        a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
+        a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
+        a4 = _mm512_add_ps(a4, _mm512_load_ps(p + i + 64));
+        a5 = _mm512_add_ps(a5, _mm512_load_ps(p + i + 80));
+        a6 = _mm512_add_ps(a6, _mm512_load_ps(p + i + 96));
+        a7 = _mm512_add_ps(a7, _mm512_load_ps(p + i + 112));
+    }
+    a0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                       _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+    return _mm512_reduce_add_ps(a0);
+}
+
+__attribute__((target("avx"))) static float sum_avx(const float *p, size_t n)
+{
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    for (size_t i = 0; i < n; i += 64) {
+        a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+        a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+        a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+        a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+        a4 = _mm256_add_ps(a4, _mm256_load_ps(p + i + 32));
+        a5 = _mm256_add_ps(a5, _mm256_load_ps(p + i + 40));
+        a6 = _mm256_add_ps(a6, _mm256_load_ps(p + i + 48));
+        a7 = _mm256_add_ps(a7, _mm256_load_ps(p + i + 56));
+    }
+    a0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                       _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+    float t[8];
+    _mm256_storeu_ps(t, a0);
+    return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+}
+#endif
+
+typedef float v4f __attribute__((vector_size(16)));
+
+static float sum_generic(const float *p, size_t n)
+{
+    v4f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    for (size_t i = 0; i < n; i += 16) {
+        v4f x0, x1, x2, x3;
+        memcpy(&x0, p + i, 16); memcpy(&x1, p + i + 4, 16);
+        memcpy(&x2, p + i + 8, 16); memcpy(&x3, p + i + 12, 16);
+        a0 += x0; a1 += x1; a2 += x2; a3 += x3;
+    }
+    a0 += a1 + a2 + a3;
+    return a0[0] + a0[1] + a0[2] + a0[3];
+}
+
+/* Independent FMA chains (enough to cover latency x pipes on every current
+ * core); returns the flops done so the result is used. */
+typedef double (*fma_fn)(size_t iters, float *sink);
+
+#if PS_X86
+__attribute__((target("avx512f"))) static double fma_avx512(size_t iters, float *sink)
+{
+    __m512 b = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-7f);
+    __m512 a0 = _mm512_set1_ps(1.0f), a1 = _mm512_set1_ps(1.1f), a2 = _mm512_set1_ps(1.2f),
+           a3 = _mm512_set1_ps(1.3f), a4 = _mm512_set1_ps(1.4f), a5 = _mm512_set1_ps(1.5f),
+           a6 = _mm512_set1_ps(1.6f), a7 = _mm512_set1_ps(1.7f), a8 = _mm512_set1_ps(1.8f),
+           a9 = _mm512_set1_ps(1.9f), a10 = _mm512_set1_ps(2.0f), a11 = _mm512_set1_ps(2.1f);
+    for (size_t i = 0; i < iters; i++) {
+        a0 = _mm512_fmadd_ps(a0, b, c); a1 = _mm512_fmadd_ps(a1, b, c);
+        a2 = _mm512_fmadd_ps(a2, b, c); a3 = _mm512_fmadd_ps(a3, b, c);
+        a4 = _mm512_fmadd_ps(a4, b, c); a5 = _mm512_fmadd_ps(a5, b, c);
+        a6 = _mm512_fmadd_ps(a6, b, c); a7 = _mm512_fmadd_ps(a7, b, c);
+        a8 = _mm512_fmadd_ps(a8, b, c); a9 = _mm512_fmadd_ps(a9, b, c);
+        a10 = _mm512_fmadd_ps(a10, b, c); a11 = _mm512_fmadd_ps(a11, b, c);
+    }
+    a0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                       _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+    a0 = _mm512_add_ps(a0, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
+    *sink = _mm512_reduce_add_ps(a0);
+    return (double)iters * 12 * 16 * 2;
+}
+
+__attribute__((target("avx2,fma"))) static double fma_avx2(size_t iters, float *sink)
+{
+    __m256 b = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
+    __m256 a0 = _mm256_set1_ps(1.0f), a1 = _mm256_set1_ps(1.1f), a2 = _mm256_set1_ps(1.2f),
+           a3 = _mm256_set1_ps(1.3f), a4 = _mm256_set1_ps(1.4f), a5 = _mm256_set1_ps(1.5f),
+           a6 = _mm256_set1_ps(1.6f), a7 = _mm256_set1_ps(1.7f), a8 = _mm256_set1_ps(1.8f),
+           a9 = _mm256_set1_ps(1.9f), a10 = _mm256_set1_ps(2.0f), a11 = _mm256_set1_ps(2.1f);
+    for (size_t i = 0; i < iters; i++) {
+        a0 = _mm256_fmadd_ps(a0, b, c); a1 = _mm256_fmadd_ps(a1, b, c);
+        a2 = _mm256_fmadd_ps(a2, b, c); a3 = _mm256_fmadd_ps(a3, b, c);
+        a4 = _mm256_fmadd_ps(a4, b, c); a5 = _mm256_fmadd_ps(a5, b, c);
+        a6 = _mm256_fmadd_ps(a6, b, c); a7 = _mm256_fmadd_ps(a7, b, c);
+        a8 = _mm256_fmadd_ps(a8, b, c); a9 = _mm256_fmadd_ps(a9, b, c);
+        a10 = _mm256_fmadd_ps(a10, b, c); a11 = _mm256_fmadd_ps(a11, b, c);
+    }
+    a0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                       _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+    a0 = _mm256_add_ps(a0, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
+    float t[8];
+    _mm256_storeu_ps(t, a0);
+    *sink = t[0] + t[7];
+    return (double)iters * 12 * 8 * 2;
+}
+#endif
+
+static double fma_generic(size_t iters, float *sink)
+{
+    v4f b = {0.9999999f, 0.9999999f, 0.9999999f, 0.9999999f}, c = {1e-7f, 1e-7f, 1e-7f, 1e-7f};
+    v4f a[8];
+    for (int k = 0; k < 8; k++) a[k] = (v4f){1.0f + k, 1.0f, 1.0f, 1.0f};
+    for (size_t i = 0; i < iters; i++)
+        for (int k = 0; k < 8; k++) a[k] = a[k] * b + c;
+    *sink = a[0][0] + a[7][3];
+    return (double)iters * 8 * 4 * 2;
+}
+
+/* Core clock from a chain of dependent register adds (1 cycle each on every
+ * x86 core; a register operand so no renamer can fold it). 0 if unknown. */
+static double measure_clock_ghz(void)
+{
+#if defined(__x86_64__)
+    double best = 0;
+    for (int rep = 0; rep < 8; rep++) { /* short reps: some escape preemption */
+        uint64_t x = 0, y = 1;
+        const size_t iters = 40000; /* x 64 adds, ~0.7 ms */
+        double t0 = now_ns();
+        for (size_t i = 0; i < iters; i++)
+            __asm__ volatile(".rept 64\n\taddq %1, %0\n\t.endr" : "+r"(x) : "r"(y));
+        double t = now_ns() - t0;
+        if (x != iters * 64) return 0;
+        double ghz = (double)iters * 64 / t;
+        if (ghz > best) best = ghz;
+    }
+    return best;
+#else
+    return 0;
+#endif
+}
+
+/* Working set that lives in `level` (1-based) but not in the level below:
+ * half of L1; for outer levels at least twice the level below, a half (L2)
+ * or a quarter (L3+, shared with other cores) of the level. */
+static size_t level_ws(const ps_machine *m, int level)
+{
+    size_t s = m->levels[level - 1].size_bytes;
+    size_t ws = level == 1 ? s / 2 : s / (level >= 3 ? 4 : 2);
+    if (level > 1 && ws < 2 * m->levels[level - 2].size_bytes) ws = 2 * m->levels[level - 2].size_bytes;
+    if (ws > s - s / 4) ws = s - s / 4;
+    /* Bounds for odd overrides: a chain needs a few pages; beyond 64 MiB the
+     * measurement costs too much time and memory. */
+    if (ws < 4096) ws = 4096;
+    if (ws > 64 * MIB) ws = 64 * MIB;
+    return ws & ~(size_t)511; /* whole 512-byte blocks for the read kernels */
+}
+
+static size_t clamp_size(size_t v, size_t lo, size_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Repetition length and count: short repetitions, the best one kept, so a
+ * preempted or disturbed one (shared 2-core VM) does not count. Counts adapt
+ * to the measured speed, so a slow machine does not take longer. */
+#define REP_NS 1e6
+#define REPS 5
+/* The whole calibration stops measuring past this; the rest is the table. */
+#define BUDGET_NS 700e6
+
+/* Follows `steps` links in chunks, giving up past `deadline`. */
+static void *chase_bounded(void *p, size_t steps, double deadline)
+{
+    for (size_t done = 0; done < steps; done += 8192) {
+        p = chase(p, steps - done < 8192 ? ((steps - done) + 7) & ~(size_t)7 : 8192);
+        if (now_ns() > deadline) break;
+    }
+    return p;
+}
+
+/* Best ns per link over REPS repetitions of ~REP_NS, at most max_steps links
+ * in all (memory: links must not be revisited). */
+static double time_chase(void **pp, size_t max_steps, double deadline)
+{
+    size_t probe = 512;
+    double t0 = now_ns();
+    *pp = chase(*pp, probe);
+    double per = (now_ns() - t0) / (double)probe;
+    size_t steps = clamp_size((size_t)(REP_NS / per), 64, (max_steps - probe) / REPS) & ~(size_t)7;
+    double best = per;
+    for (int rep = 0; rep < REPS && now_ns() < deadline; rep++) {
+        t0 = now_ns();
+        *pp = chase(*pp, steps);
+        double t = (now_ns() - t0) / (double)steps;
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+/* Best GB/s reading ws bytes over REPS repetitions of ~REP_NS. */
+static double time_read(sum_fn sum, const float *p, size_t ws, double deadline, float *sink)
+{
+    double t0 = now_ns();
+    *sink += sum(p, ws / sizeof(float)); /* warm, and how long one pass takes */
+    double pass = now_ns() - t0;
+    size_t passes = clamp_size((size_t)(REP_NS / pass), 1, 1u << 20);
+    double best = (double)ws / pass;
+    for (int rep = 0; rep < REPS && now_ns() < deadline; rep++) {
+        t0 = now_ns();
+        for (size_t k = 0; k < passes; k++) *sink += sum(p, ws / sizeof(float));
+        double g = (double)ws * (double)passes / (now_ns() - t0);
+        if (g > best) best = g;
+    }
+    return best;
+}
+
+/* *complete = 0 when the budget ran out (values partly from the table). */
+static ps_status measure(ps_machine *m, int *complete)
+{
+    double t_start = now_ns(), deadline = t_start + BUDGET_NS;
+    *complete = 0;
+    float fsink = 0;
+    volatile uintptr_t psink = 0;
+    sum_fn sum = sum_generic;
+    fma_fn fma = fma_generic;
+    int lanes = 4;
+#if PS_X86
+    if (__builtin_cpu_supports("avx512f")) { sum = sum_avx512; fma = fma_avx512; lanes = 16; }
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) { sum = sum_avx; fma = fma_avx2; lanes = 8; }
+    else if (__builtin_cpu_supports("avx")) sum = sum_avx;
+#endif
+
+    /* Clock first: it also wakes the core up from any idle state. */
+    double ghz = measure_clock_ghz();
+    double peak = 0;
+    for (int rep = 0; rep < 8; rep++) {
+        double t0 = now_ns();
+        double flops = fma(60000, &fsink); /* ~0.7 ms at AVX-512 peak */
+        double g = flops / (now_ns() - t0);
+        if (g > peak) peak = g;
+    }
+
+    int nl = m->n_levels;
+    size_t last = nl > 0 ? m->levels[nl - 1].size_bytes : 32 * MIB;
+    size_t stride = nl > 0 && m->levels[0].line_bytes >= (int)sizeof(void *) ? (size_t)m->levels[0].line_bytes : 64;
+    /* Chase region: the cache working sets, then memory (after a sweep of
+     * the read region evicted it). Read region: twice the last level, so a
+     * sequential sweep misses in every cache. Kept small: on a VM, first
+     * touch of fresh memory can cost ~2.5 ms per MiB (host page faults). */
+    size_t chase_bytes = clamp_size(last / 2, 16 * MIB, 64 * MIB);
+    for (int l = 1; l <= nl; l++)
+        if (level_ws(m, l) > chase_bytes) chase_bytes = level_ws(m, l);
+    size_t read_bytes = clamp_size(2 * last, 32 * MIB, 256 * MIB);
+    size_t total = chase_bytes + read_bytes;
+    void *mem = NULL;
+    if (posix_memalign(&mem, 2 * MIB, total) != 0)
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "machine calibration: cannot allocate %zu MiB", total / MIB);
+#ifdef MADV_HUGEPAGE
+    madvise(mem, total, MADV_HUGEPAGE); /* fewer TLB misses, much cheaper first touch */
+#endif
+    unsigned char *chase_base = mem, *read_base = (unsigned char *)mem + chase_bytes;
+    const float *rd = (const float *)(void *)read_base;
+    memset(read_base, 0, read_bytes);
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    /* 0 = not measured: filled from the table below. */
+    double lat[PS_MAX_CACHE_LEVELS] = {0}, bw[PS_MAX_CACHE_LEVELS] = {0}, mlat = 0, mbw = 0;
+    ps_status st = PS_SUCCESS;
+
+    for (int l = 1; l <= nl && now_ns() < deadline; l++) {
+        size_t ws = level_ws(m, l);
+        if (build_chain(chase_base, ws, stride, &seed) != 0) {
+            st = ps_error(PS_ERR_OUT_OF_MEMORY, "machine calibration: cannot build the L%d chase", l);
+            break;
+        }
+        void *p = chase_bounded(chase_base, ws / stride, deadline); /* bring the set into cache */
+        lat[l - 1] = time_chase(&p, SIZE_MAX / 2, deadline);
+        psink = (uintptr_t)p;
+        bw[l - 1] = time_read(sum, rd, ws, deadline, &fsink);
+    }
+    if (st == PS_SUCCESS && now_ns() < deadline) {
+        for (int rep = 0; rep < 3 && now_ns() < deadline; rep++) {
+            double t0 = now_ns();
+            fsink += sum(rd, read_bytes / sizeof(float));
+            double g = (double)read_bytes / (now_ns() - t0);
+            if (g > mbw) mbw = g;
+        }
+        if (build_chain(chase_base, chase_bytes, stride, &seed) != 0)
+            st = ps_error(PS_ERR_OUT_OF_MEMORY, "machine calibration: cannot build the memory chase");
+    }
+    if (st == PS_SUCCESS && now_ns() < deadline) {
+        fsink += sum(rd, read_bytes / sizeof(float)); /* evict the chain */
+        void *p = chase_base;
+        mlat = time_chase(&p, chase_bytes / stride, deadline); /* one long cycle: no link revisited */
+        psink = (uintptr_t)p;
+    }
+    free(mem);
+    (void)psink;
+    volatile float keep = fsink; /* the sums must stay observable */
+    (void)keep;
+    if (st != PS_SUCCESS) return st;
+
+    int cut = 0;
+    for (int l = 0; l < nl; l++) {
+        if (lat[l] <= 0 || bw[l] <= 0) { lat[l] = table_lat_ns[l]; bw[l] = table_bw_gbs[l]; cut = 1; }
+    }
+    if (mlat <= 0 || mbw <= 0) { mlat = table_mem_lat_ns; mbw = table_mem_bw_gbs; cut = 1; }
+    if (cut) ps_machine_note(m, "calibration ran out of its %.0f ms budget: the rest from the table, not saved",
+                             BUDGET_NS / 1e6);
+
+    /* Noise on a shared machine can invert neighbouring levels; Eq. 1
+     * assumes outer levels are no faster, so enforce it (and say so). */
+    int fixed = 0;
+    for (int l = 1; l < nl; l++) {
+        if (lat[l] < lat[l - 1]) { lat[l] = lat[l - 1]; fixed = 1; }
+        if (bw[l] > bw[l - 1]) { bw[l] = bw[l - 1]; fixed = 1; }
+    }
+    if (nl > 0 && mlat < lat[nl - 1]) { mlat = lat[nl - 1]; fixed = 1; }
+    if (nl > 0 && mbw > bw[nl - 1]) { mbw = bw[nl - 1]; fixed = 1; }
+    for (int l = 0; l < nl; l++)
+        if (!plausible_perf(lat[l], bw[l]))
+            return ps_error(PS_ERR_BACKEND, "machine calibration: implausible L%d result", l + 1);
+    if (!plausible_perf(mlat, mbw) || !(peak > 0.1))
+        return ps_error(PS_ERR_BACKEND, "machine calibration: implausible memory/peak result");
+    if (fixed) ps_machine_note(m, "calibration: non-monotonic levels evened out (noise)");
+    if (nl >= 2 && lat[nl - 1] > 0.5 * mlat)
+        ps_machine_note(m, "calibration: L%d latency is close to memory's (another process sharing the "
+                        "cache, or a smaller cache than assumed); PS_CALIBRATE=force measures again", nl);
+
+    for (int l = 0; l < nl; l++) {
+        m->levels[l].latency_ns = lat[l];
+        m->levels[l].bandwidth_gbs = bw[l];
+    }
+    m->mem_latency_ns = mlat;
+    m->mem_bandwidth_gbs = mbw;
+    m->perf_source = "calibrated";
+    m->peak_gflops_core = peak;
+    m->peak_source = "measured";
+    m->simd_f32_lanes = lanes;
+    *complete = !cut;
+    char g[24], pk[24], fpc[24];
+    ps_machine_fmt_fixed(peak, 1, pk, sizeof pk);
+    if (ghz > 0.2 && ghz < 10) {
+        double per_cycle = peak / ghz;
+        int pipes = (int)(per_cycle / (2.0 * lanes) + 0.5);
+        m->fma_units = pipes < 1 ? 1 : pipes;
+        m->freq_ghz = ghz;
+        ps_machine_fmt_fixed(ghz, 3, g, sizeof g);
+        ps_machine_fmt_fixed(per_cycle, 1, fpc, sizeof fpc);
+        ps_machine_note(m, "calibrated in %.0f ms: peak %s GFLOP/s/core measured (%d-lane FMA loop), "
+                        "clock %s GHz (dependent adds) -> %s flop/cycle = %d FMA pipe(s)",
+                        (now_ns() - t_start) / 1e6, pk, lanes, g, fpc, m->fma_units);
+    } else {
+        ps_machine_note(m, "calibrated in %.0f ms: peak %s GFLOP/s/core measured (%d-lane FMA loop), clock unknown",
+                        (now_ns() - t_start) / 1e6, pk, lanes);
+    }
+    return PS_SUCCESS;
+}
+
+ps_status ps_machine_calibrate(ps_machine *m, int use_profile_file)
+{
+    if (!m) return ps_error(PS_ERR_NULL_POINTER, "ps_machine_calibrate: m is NULL");
+    int mode = ps_machine_calibrate_mode(m);
+    if (mode == 0) {
+        ps_machine_perf_table(m);
+        ps_machine_note(m, "PS_CALIBRATE=0: latency/bandwidth from the built-in table");
+        return PS_SUCCESS;
+    }
+    if (use_profile_file && mode != 2 && ps_machine_load_profile(m)) return PS_SUCCESS;
+    int complete = 0;
+    ps_status st = measure(m, &complete);
+    if (st != PS_SUCCESS) {
+        ps_machine_perf_table(m);
+        ps_machine_note(m, "calibration failed (%s): built-in table", ps_status_str(st));
+        return st;
+    }
+    if (use_profile_file && complete) save_profile(m); /* a partial one would stick */
+    return PS_SUCCESS;
+}
