@@ -418,7 +418,7 @@ static double fma_generic(size_t iters, float *sink)
 {
     v4f b = {0.9999999f, 0.9999999f, 0.9999999f, 0.9999999f}, c = {1e-7f, 1e-7f, 1e-7f, 1e-7f};
     v4f a[8];
-    for (int k = 0; k < 8; k++) a[k] = (v4f){1.0f + k, 1.0f, 1.0f, 1.0f};
+    for (int k = 0; k < 8; k++) a[k] = (v4f){1.0f + 0.1f * (float)k, 1.0f, 1.0f, 1.0f};
     for (size_t i = 0; i < iters; i++)
         for (int k = 0; k < 8; k++) a[k] = a[k] * b + c;
     *sink = a[0][0] + a[7][3];
@@ -513,7 +513,12 @@ static double time_read(sum_fn sum, const float *p, size_t ws, double deadline, 
     double best = (double)ws / pass;
     for (int rep = 0; rep < REPS && now_ns() < deadline; rep++) {
         t0 = now_ns();
-        for (size_t k = 0; k < passes; k++) *sink += sum(p, ws / sizeof(float));
+        for (size_t k = 0; k < passes; k++) {
+            /* The sums are pure functions of unchanged memory: without this
+             * barrier the compiler may call them once per repetition. */
+            __asm__ volatile("" ::: "memory");
+            *sink += sum(p, ws / sizeof(float));
+        }
         double g = (double)ws * (double)passes / (now_ns() - t0);
         if (g > best) best = g;
     }
@@ -586,6 +591,7 @@ static ps_status measure(ps_machine *m, int *complete)
     if (st == PS_SUCCESS && now_ns() < deadline) {
         for (int rep = 0; rep < 3 && now_ns() < deadline; rep++) {
             double t0 = now_ns();
+            __asm__ volatile("" ::: "memory");
             fsink += sum(rd, read_bytes / sizeof(float));
             double g = (double)read_bytes / (now_ns() - t0);
             if (g > mbw) mbw = g;
@@ -594,6 +600,7 @@ static ps_status measure(ps_machine *m, int *complete)
             st = ps_error(PS_ERR_OUT_OF_MEMORY, "machine calibration: cannot build the memory chase");
     }
     if (st == PS_SUCCESS && now_ns() < deadline) {
+        __asm__ volatile("" ::: "memory");
         fsink += sum(rd, read_bytes / sizeof(float)); /* evict the chain */
         void *p = chase_base;
         mlat = time_chase(&p, chase_bytes / stride, deadline); /* one long cycle: no link revisited */
