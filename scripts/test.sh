@@ -4,3 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure
+# Python binding (numpy) and the PyTorch example, against the library just built.
+# Debian's interpreter: the one python3-numpy/python3-torch belong to.
+POLYSCI_LIBRARY="$PWD/build/lib/libpolysci.so" /usr/bin/python3 -m pytest -q -p no:cacheprovider bindings/python

@@ -257,7 +257,7 @@ ps_status ps_plan_execute(const ps_plan *plan, const ps_exec_args *args)
     }
     void *own = NULL;
     ops.workspace = args->workspace;
-    if (!ops.workspace) {
+    if (!ops.workspace && plan->workspace_bytes) {
         own = malloc(plan->workspace_bytes);
         if (!own) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_plan_execute: cannot allocate %zu bytes of workspace", plan->workspace_bytes);
         ops.workspace = own;

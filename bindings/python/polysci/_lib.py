@@ -1,0 +1,361 @@
+"""Low level: finding libpolysci, mirroring its structs in ctypes, prototypes.
+
+Everything here follows include/polysci/*.h exactly. The struct mirrors are
+checked against the library when it is loaded (see ``_check_abi``): every
+``*_init`` function of the C API writes ``sizeof`` of its struct into
+``struct_size``, so the library itself reports the sizes it was compiled
+with, and the defaults it writes land at the offsets we expect.
+"""
+
+import ctypes
+import ctypes.util
+import enum
+import os
+
+# ----------------------------------------------------------------- enums
+
+PS_SUCCESS = 0
+
+
+class Status(enum.IntEnum):
+    """ps_status (include/polysci/status.h)."""
+    SUCCESS = 0
+    ERR_NULL_POINTER = 1
+    ERR_INVALID_ARG = 2
+    ERR_UNSUPPORTED = 3
+    ERR_OVERFLOW = 4
+    ERR_OUT_OF_MEMORY = 5
+    ERR_INVALID_SCHEDULE = 6
+    ERR_BACKEND = 7
+    ERR_BAD_WEIGHTS = 8
+    ERR_BUFFER_TOO_SMALL = 9
+    ERR_IO = 10
+    ERR_PARSE = 11
+    ERR_STALE = 12
+
+
+class OpKind(enum.IntEnum):
+    CONV_FWD = 1
+    GEMM = 2
+
+
+class ActLayout(enum.IntEnum):
+    NHWC = 0
+    NCHW = 1
+
+
+class WeightLayout(enum.IntEnum):
+    KCRS = 0  # oihw: PyTorch
+    KRSC = 1  # ohwi
+    RSCK = 2  # hwio: TensorFlow
+
+
+class MatrixOrder(enum.IntEnum):
+    COL_MAJOR = 0
+    ROW_MAJOR = 1
+
+
+class Ranker(enum.IntEnum):
+    """ps_ranker: how the planner orders candidate schedules."""
+    DEFAULT = 0  # the ranker that measured best
+    COST = 1     # PolyScientist cost model
+    DNN = 2      # pairwise neural ranking
+    NONE = 3     # no search: the fixed-order default schedule
+
+
+class Dim(enum.IntEnum):
+    N = 0
+    K = 1
+    OH = 2
+    OW = 3
+    C = 4
+
+
+PS_POST_BIAS = 1
+PS_POST_RELU = 2
+PS_PLAN_NO_CACHE = 1
+PS_SCHEDULE_MAX_LOOPS = 16
+
+# C enums are int-sized with the compilers and ABIs polysci supports
+# (checked below through the struct sizes the library reports).
+c_enum = ctypes.c_int
+
+# ----------------------------------------------------------------- structs
+
+
+class ConvDescC(ctypes.Structure):
+    _fields_ = [
+        ("N", ctypes.c_int64), ("C", ctypes.c_int64), ("K", ctypes.c_int64),
+        ("H", ctypes.c_int64), ("W", ctypes.c_int64),
+        ("R", ctypes.c_int64), ("S", ctypes.c_int64),
+        ("stride_h", ctypes.c_int64), ("stride_w", ctypes.c_int64),
+        ("pad_top", ctypes.c_int64), ("pad_bottom", ctypes.c_int64),
+        ("pad_left", ctypes.c_int64), ("pad_right", ctypes.c_int64),
+        ("dilation_h", ctypes.c_int64), ("dilation_w", ctypes.c_int64),
+        ("layout", c_enum),
+        ("weight_layout", c_enum),
+        ("post_ops", ctypes.c_uint),
+    ]
+
+
+class GemmDescC(ctypes.Structure):
+    _fields_ = [
+        ("M", ctypes.c_int64), ("N", ctypes.c_int64), ("K", ctypes.c_int64),
+        ("order", c_enum),
+        ("trans_a", ctypes.c_int), ("trans_b", ctypes.c_int),
+        ("lda", ctypes.c_int64), ("ldb", ctypes.c_int64), ("ldc", ctypes.c_int64),
+        ("alpha", ctypes.c_float), ("beta", ctypes.c_float),
+    ]
+
+
+class _DescUnion(ctypes.Union):
+    _fields_ = [
+        ("conv", ConvDescC),
+        ("gemm", GemmDescC),
+        ("reserved_", ctypes.c_ubyte * 512),
+    ]
+
+
+class DescC(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("kind", c_enum),
+        ("u", _DescUnion),
+    ]
+
+
+class ContextOptionsC(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("num_threads", ctypes.c_int),
+        ("memory_limit", ctypes.c_size_t),
+    ]
+
+
+class PlanOptionsC(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("schedule", ctypes.c_void_p),  # const ps_schedule *
+        ("num_threads", ctypes.c_int),
+        ("ranker", c_enum),
+        ("top_k", ctypes.c_int),
+        ("flags", ctypes.c_uint),
+    ]
+
+
+class ExecArgsC(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("src", ctypes.c_void_p),
+        ("weights", ctypes.c_void_p),
+        ("bias", ctypes.c_void_p),
+        ("dst", ctypes.c_void_p),
+        ("a", ctypes.c_void_p),
+        ("b", ctypes.c_void_p),
+        ("c", ctypes.c_void_p),
+        ("workspace", ctypes.c_void_p),
+    ]
+
+
+# ----------------------------------------------------------------- loading
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# bindings/python/polysci -> repository root
+_REPO = os.path.normpath(os.path.join(_HERE, "..", "..", ".."))
+_LIBNAMES = ("libpolysci.so", "libpolysci.so.1", "libpolysci.dylib")
+
+
+def candidate_paths():
+    """Where the library is looked for, in order (see README.md)."""
+    out = []
+    env = os.environ.get("POLYSCI_LIBRARY")
+    if env:
+        out.append(("POLYSCI_LIBRARY", env))
+        return out
+    for n in _LIBNAMES:
+        out.append(("package", os.path.join(_HERE, n)))
+    for n in _LIBNAMES:
+        out.append(("build tree", os.path.join(_REPO, "build", "lib", n)))
+    found = ctypes.util.find_library("polysci")
+    if found:
+        out.append(("system", found))
+    return out
+
+
+class LibraryNotFound(ImportError):
+    pass
+
+
+def _load():
+    tried = []
+    for origin, path in candidate_paths():
+        if origin != "system" and not os.path.exists(path):
+            tried.append("%s (%s): not found" % (path, origin))
+            continue
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            tried.append("%s (%s): %s" % (path, origin, e))
+            if origin == "POLYSCI_LIBRARY":
+                break
+    raise LibraryNotFound(
+        "polysci: cannot load libpolysci. Set POLYSCI_LIBRARY to the path of "
+        "libpolysci.so, put it next to the package, or build it into build/lib "
+        "of the repository (cmake -S . -B build && cmake --build build --target polysci).\n  tried: "
+        + "\n  tried: ".join(tried))
+
+
+lib, path = _load()
+
+_p = ctypes.c_void_p
+_pp = ctypes.POINTER(ctypes.c_void_p)
+_st = c_enum
+
+_PROTOTYPES = {
+    # version.h
+    "ps_version": (ctypes.c_char_p, []),
+    "ps_api_version": (ctypes.c_int, []),
+    # status.h
+    "ps_status_str": (ctypes.c_char_p, [_st]),
+    "ps_last_error_message": (ctypes.c_char_p, []),
+    # context.h
+    "ps_context_options_init": (None, [_p]),
+    "ps_context_create": (_st, [ctypes.POINTER(ContextOptionsC), _pp]),
+    "ps_context_destroy": (None, [_p]),
+    "ps_context_num_threads": (ctypes.c_int, [_p]),
+    # desc.h
+    "ps_desc_init_conv": (None, [_p]),
+    "ps_desc_init_gemm": (None, [_p]),
+    "ps_desc_validate": (_st, [ctypes.POINTER(DescC)]),
+    "ps_conv_output_size": (_st, [ctypes.POINTER(DescC), ctypes.POINTER(ctypes.c_int64),
+                                  ctypes.POINTER(ctypes.c_int64)]),
+    "ps_desc_flops": (ctypes.c_double, [ctypes.POINTER(DescC)]),
+    # schedule.h
+    "ps_schedule_create": (_st, [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, _pp]),
+    "ps_schedule_add_loop": (_st, [_p, c_enum, ctypes.c_int64, ctypes.c_int]),
+    "ps_schedule_parse": (_st, [c_enum, ctypes.c_char_p, _pp]),
+    "ps_schedule_format": (_st, [_p, c_enum, ctypes.c_char_p, ctypes.c_size_t,
+                                 ctypes.POINTER(ctypes.c_size_t)]),
+    "ps_schedule_copy": (_p, [_p]),
+    "ps_schedule_destroy": (None, [_p]),
+    "ps_schedule_check": (_st, [_p, ctypes.POINTER(DescC)]),
+    "ps_schedule_default": (_st, [ctypes.POINTER(DescC), _pp]),
+    # plan.h
+    "ps_plan_options_init": (None, [_p]),
+    "ps_plan_create": (_st, [_p, ctypes.POINTER(DescC), ctypes.POINTER(PlanOptionsC), _pp]),
+    "ps_plan_destroy": (None, [_p]),
+    "ps_plan_get_desc": (ctypes.POINTER(DescC), [_p]),
+    "ps_plan_get_schedule": (_p, [_p]),
+    "ps_plan_describe": (_st, [_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
+    "ps_plan_packed_weights_size": (_st, [_p, ctypes.POINTER(ctypes.c_size_t)]),
+    "ps_plan_pack_weights": (_st, [_p, _p, _p]),
+    "ps_plan_workspace_size": (_st, [_p, ctypes.POINTER(ctypes.c_size_t)]),
+    "ps_exec_args_init": (None, [_p]),
+    "ps_plan_execute": (_st, [_p, ctypes.POINTER(ExecArgsC)]),
+    "ps_conv_execute": (_st, [_p, _p, _p, _p, _p]),
+    "ps_gemm_execute": (_st, [_p, _p, _p, _p]),
+    # wisdom.h
+    "ps_wisdom_export": (_st, [_p, ctypes.c_char_p]),
+    "ps_wisdom_import": (_st, [_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
+    "ps_wisdom_import_buffer": (_st, [_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int)]),
+    "ps_context_cached_plans": (ctypes.c_int, [_p]),
+    "ps_context_forget_plans": (None, [_p]),
+}
+
+for _name, (_res, _args) in _PROTOTYPES.items():
+    try:
+        _f = getattr(lib, _name)
+    except AttributeError:
+        raise ImportError("polysci: %s does not export %s (library and bindings out of step?)"
+                          % (path, _name)) from None
+    _f.restype = _res
+    _f.argtypes = _args
+
+# Optional entry points: bound only when the loaded library has them (they
+# are newer than the core API), so the bindings still load against an older
+# libpolysci; the Python methods using them raise PS_ERR_UNSUPPORTED there.
+
+
+class VariantCostC(ctypes.Structure):
+    """ps_variant_cost (cost.h). No struct_size to check it by; the tests
+    compare it field by field with ps_cost_report_to_json."""
+    _fields_ = [
+        ("rank", ctypes.c_int),
+        ("schedule", ctypes.c_char_p),  # owned by the report
+        ("cost", ctypes.c_double),
+        ("ws_bytes", ctypes.c_double * 4),  # PS_COST_L1, L2, L3, MEM
+    ]
+
+
+PS_COST_LEVELS = 4
+
+_OPTIONAL_PROTOTYPES = {
+    # cost.h
+    "ps_cost_query": (_st, [_p, ctypes.POINTER(DescC), ctypes.POINTER(PlanOptionsC), _pp]),
+    "ps_cost_report_size": (ctypes.c_int, [_p]),
+    "ps_cost_report_get": (_st, [_p, ctypes.c_int, ctypes.POINTER(VariantCostC)]),
+    "ps_cost_report_to_json": (_st, [_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t,
+                                     ctypes.POINTER(ctypes.c_size_t)]),
+    "ps_cost_report_destroy": (None, [_p]),
+}
+
+for _name, (_res, _args) in _OPTIONAL_PROTOTYPES.items():
+    _f = getattr(lib, _name, None)
+    if _f is not None:
+        _f.restype = _res
+        _f.argtypes = _args
+
+OPTIONAL_SYMBOLS = tuple(_OPTIONAL_PROTOTYPES)
+
+
+def has_symbol(name):
+    try:
+        getattr(lib, name)
+        return True
+    except AttributeError:
+        return False
+
+
+# ----------------------------------------------------------------- ABI check
+
+class AbiMismatch(ImportError):
+    pass
+
+
+def _reported_size(init):
+    """struct_size that the library's *_init writes (its sizeof)."""
+    buf = (ctypes.c_ubyte * 4096)()
+    init(ctypes.cast(buf, ctypes.c_void_p))
+    return ctypes.c_size_t.from_buffer(buf).value
+
+
+def _check_abi():
+    problems = []
+    for what, init, cls in (
+            ("ps_desc (conv init)", lib.ps_desc_init_conv, DescC),
+            ("ps_desc (gemm init)", lib.ps_desc_init_gemm, DescC),
+            ("ps_context_options", lib.ps_context_options_init, ContextOptionsC),
+            ("ps_plan_options", lib.ps_plan_options_init, PlanOptionsC),
+            ("ps_exec_args", lib.ps_exec_args_init, ExecArgsC)):
+        got = _reported_size(init)
+        if got != ctypes.sizeof(cls):
+            problems.append("sizeof(%s): library %d, bindings %d" % (what, got, ctypes.sizeof(cls)))
+    # Defaults land where the mirrors expect them (offsets of enum/float fields).
+    d = DescC()
+    lib.ps_desc_init_conv(ctypes.byref(d))
+    c = d.u.conv
+    if (d.kind, c.stride_h, c.stride_w, c.dilation_h, c.dilation_w, c.layout, c.weight_layout, c.post_ops) != \
+            (OpKind.CONV_FWD, 1, 1, 1, 1, ActLayout.NHWC, WeightLayout.KCRS, 0):
+        problems.append("ps_desc_init_conv defaults are not where ps_conv_desc's mirror expects them")
+    d = DescC()
+    lib.ps_desc_init_gemm(ctypes.byref(d))
+    g = d.u.gemm
+    if (d.kind, g.order, g.alpha, g.beta, g.trans_a, g.trans_b) != (OpKind.GEMM, MatrixOrder.COL_MAJOR, 1.0, 0.0, 0, 0):
+        problems.append("ps_desc_init_gemm defaults are not where ps_gemm_desc's mirror expects them")
+    if lib.ps_api_version() != 1:
+        problems.append("PS_API_VERSION of the library is %d; the bindings speak 1" % lib.ps_api_version())
+    if problems:
+        raise AbiMismatch("polysci: %s does not match the bindings: %s" % (path, "; ".join(problems)))
+
+
+_check_abi()
