@@ -21,6 +21,10 @@
 /* ---- subcommands (one entry each in polysci.c) ---- */
 int cmd_run(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
+int cmd_rank(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* Names of the ps_ranker values, in enum order ("default", "cost", "dnn", "none"). */
 extern const char *const cli_ranker_names[4];
@@ -59,6 +63,110 @@ int cli_parse_double(const char *cmd, const char *opt, const char *text, double 
 int cli_choice(const char *cmd, const char *opt, const char *text, const char *const *choices,
                int n_choices);
 
+/* ---- shape options shared by run / analyze / rank (cli_shape.c) ---- */
+#define CLI_DIM_MAX INT32_MAX
+#define CLI_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+extern const char *const cli_layout_names[2]; /* "nhwc", "nchw": ps_act_layout order */
+extern const char *const cli_weight_names[3]; /* "kcrs", "krsc", "rsck": ps_weight_layout order */
+extern const char *const cli_order_names[2];  /* "col", "row": ps_matrix_order order */
+
+/* Whether option `name` was given (0 when there is no such option). */
+int cli_opt_seen(const cli_opt *opts, size_t n_opts, const char *name);
+/* CLI_USAGE with a message when one of `names` was not given, else CLI_OK. */
+int cli_require(const char *cmd, const cli_opt *opts, size_t n_opts, const char *const *names, size_t n_names);
+
+/* Conv shape: --N --H --W --C --K --R --S --stride[-h|-w] --pad[-top|-bottom|-left|-right]
+ * --dilation[-h|-w] --layout --weights --bias --relu. Put CLI_CONV_SHAPE_OPTS(s) in the
+ * option table, parse, then cli_conv_shape_desc builds and validates the descriptor
+ * (--H --W --C --K required; specific stride/pad/dilation options override general ones). */
+typedef struct cli_conv_shape {
+    int64_t N, H, W, C, K, R, S;
+    int64_t stride, stride_h, stride_w, pad, pad_top, pad_bottom, pad_left, pad_right;
+    int64_t dil, dil_h, dil_w;
+    const char *layout, *weights;
+    int bias, relu;
+} cli_conv_shape;
+
+#define CLI_CONV_SHAPE_OPTS(s)                                                                          \
+    {"N", CLI_OPT_INT, &(s).N, 1, CLI_DIM_MAX, "N  batch size (default 1)", 0},                          \
+    {"H", CLI_OPT_INT, &(s).H, 1, CLI_DIM_MAX, "H  input height (required)", 0},                         \
+    {"W", CLI_OPT_INT, &(s).W, 1, CLI_DIM_MAX, "W  input width (required)", 0},                          \
+    {"C", CLI_OPT_INT, &(s).C, 1, CLI_DIM_MAX, "C  input channels (required)", 0},                       \
+    {"K", CLI_OPT_INT, &(s).K, 1, CLI_DIM_MAX, "K  output channels (required)", 0},                      \
+    {"R", CLI_OPT_INT, &(s).R, 1, CLI_DIM_MAX, "R  filter height (default 1)", 0},                       \
+    {"S", CLI_OPT_INT, &(s).S, 1, CLI_DIM_MAX, "S  filter width (default 1)", 0},                        \
+    {"stride", CLI_OPT_INT, &(s).stride, 1, CLI_DIM_MAX, "U  stride in both directions (default 1)", 0}, \
+    {"stride-h", CLI_OPT_INT, &(s).stride_h, 1, CLI_DIM_MAX, "U  vertical stride (overrides --stride)", 0}, \
+    {"stride-w", CLI_OPT_INT, &(s).stride_w, 1, CLI_DIM_MAX, "U  horizontal stride (overrides --stride)", 0}, \
+    {"pad", CLI_OPT_INT, &(s).pad, 0, CLI_DIM_MAX, "P  zero padding on all four sides (default 0)", 0}, \
+    {"pad-top", CLI_OPT_INT, &(s).pad_top, 0, CLI_DIM_MAX, "P  padding above (overrides --pad)", 0},   \
+    {"pad-bottom", CLI_OPT_INT, &(s).pad_bottom, 0, CLI_DIM_MAX, "P  padding below (overrides --pad)", 0}, \
+    {"pad-left", CLI_OPT_INT, &(s).pad_left, 0, CLI_DIM_MAX, "P  padding left (overrides --pad)", 0},  \
+    {"pad-right", CLI_OPT_INT, &(s).pad_right, 0, CLI_DIM_MAX, "P  padding right (overrides --pad)", 0}, \
+    {"dilation", CLI_OPT_INT, &(s).dil, 1, CLI_DIM_MAX, "D  filter dilation, both directions (default 1)", 0}, \
+    {"dilation-h", CLI_OPT_INT, &(s).dil_h, 1, CLI_DIM_MAX, "D  vertical dilation (overrides --dilation)", 0}, \
+    {"dilation-w", CLI_OPT_INT, &(s).dil_w, 1, CLI_DIM_MAX, "D  horizontal dilation (overrides --dilation)", 0}, \
+    {"layout", CLI_OPT_STRING, &(s).layout, 0, 0, "L  activation layout: nhwc (default) or nchw", 0},   \
+    {"weights", CLI_OPT_STRING, &(s).weights, 0, 0, "L  user weight layout: kcrs (default), krsc or rsck", 0}, \
+    {"bias", CLI_OPT_FLAG, &(s).bias, 0, 0, "fused bias epilogue", 0},                                   \
+    {"relu", CLI_OPT_FLAG, &(s).relu, 0, 0, "fused ReLU epilogue (after the bias)", 0}
+
+void cli_conv_shape_defaults(cli_conv_shape *s);
+/* CLI_OK, or CLI_USAGE with a message (missing option, bad choice, invalid descriptor). */
+int cli_conv_shape_desc(const char *cmd, const cli_conv_shape *s, const cli_opt *opts, size_t n_opts,
+                        ps_desc *desc);
+/* "N=.. C=.. K=.. H=.. W=.. R=.. S=.. stride=UxU pad=t,b,l,r dilation=DxD -> OH=.. OW=.. layout=.." */
+void cli_conv_shape_text(const ps_desc *desc, char *buf, size_t len);
+/* The shape as JSON members (no braces): "N": 1, "C": .., ... */
+void cli_conv_json_shape(FILE *f, const ps_desc *desc);
+
+/* GEMM shape: --M --N --K (required) --order col|row --trans-a --trans-b --lda --ldb --ldc
+ * --alpha --beta. */
+typedef struct cli_gemm_shape {
+    int64_t M, N, K, lda, ldb, ldc;
+    const char *order;
+    int trans_a, trans_b;
+    double alpha, beta;
+} cli_gemm_shape;
+
+#define CLI_GEMM_SHAPE_OPTS(s)                                                                          \
+    {"M", CLI_OPT_INT, &(s).M, 1, CLI_DIM_MAX, "M  rows of C (required)", 0},                            \
+    {"N", CLI_OPT_INT, &(s).N, 1, CLI_DIM_MAX, "N  columns of C (required)", 0},                         \
+    {"K", CLI_OPT_INT, &(s).K, 1, CLI_DIM_MAX, "K  reduction size (required)", 0},                       \
+    {"order", CLI_OPT_STRING, &(s).order, 0, 0, "O  storage order: col (default) or row", 0},           \
+    {"trans-a", CLI_OPT_FLAG, &(s).trans_a, 0, 0, "A is stored transposed (K x M)", 0},                  \
+    {"trans-b", CLI_OPT_FLAG, &(s).trans_b, 0, 0, "B is stored transposed (N x K)", 0},                  \
+    {"lda", CLI_OPT_INT, &(s).lda, 0, CLI_DIM_MAX, "LD  leading dimension of A (default 0 = tight)", 0}, \
+    {"ldb", CLI_OPT_INT, &(s).ldb, 0, CLI_DIM_MAX, "LD  leading dimension of B (default 0 = tight)", 0}, \
+    {"ldc", CLI_OPT_INT, &(s).ldc, 0, CLI_DIM_MAX, "LD  leading dimension of C (default 0 = tight)", 0}, \
+    {"alpha", CLI_OPT_FLOAT, &(s).alpha, 0, 0, "X  scale of op(A)*op(B) (default 1)", 0},              \
+    {"beta", CLI_OPT_FLOAT, &(s).beta, 0, 0, "X  scale of C's old value (default 0)", 0}
+
+void cli_gemm_shape_defaults(cli_gemm_shape *s);
+/* CLI_OK, or CLI_USAGE with a message (also for leading dimensions that are too small). */
+int cli_gemm_shape_desc(const char *cmd, const cli_gemm_shape *s, const cli_opt *opts, size_t n_opts,
+                        ps_desc *desc);
+void cli_gemm_shape_text(const ps_desc *desc, char *buf, size_t len);
+void cli_gemm_json_shape(FILE *f, const ps_desc *desc);
+
+/* ---- layers files (cli_layers.c) ---- */
+typedef struct cli_layer {
+    char name[64];
+    ps_desc desc;
+} cli_layer;
+/* Resolves a layers argument: an existing path as given; else a bare name looked
+ * up in shared/layers/ (with or without ".txt"); arg NULL: default_name there.
+ * Returns 0, or -1 with a message. */
+int cli_resolve_layers(const char *cmd, const char *arg, const char *default_name, char *path, size_t len);
+/* Reads "name H W C K R S stride pad_h pad_w" (conv; batch, act layout and post-ops
+ * as given) or "name M N K" (gemm, column-major) lines; '#' starts a comment.
+ * *out is malloc'd. Returns 0, or -1 with a message (also for an empty file). */
+int cli_read_layers(const char *cmd, const char *path, int64_t batch, ps_act_layout act, unsigned post,
+                    cli_layer **out, int *n_out);
+/* Short shape: conv "HxW C->K RxS/stride p<pad>", gemm "MxNxK". */
+void cli_shape_short(const ps_desc *desc, char *buf, size_t len);
+
 /* ---- utilities (cli_util.c) ---- */
 double cli_now_ms(void);                     /* monotonic clock, milliseconds */
 double cli_median(double *v, int n);         /* sorts v in place */
@@ -77,6 +185,13 @@ int cli_report_status(const char *what, ps_status st);
 char *cli_plan_describe(const ps_plan *plan);
 /* Text form of the plan's schedule into buf ("?" on error). */
 void cli_plan_schedule_text(const ps_plan *plan, char *buf, size_t len);
+/* Text form of a schedule for an operation kind into buf ("?" on error). */
+void cli_schedule_text(const ps_schedule *sched, ps_op_kind kind, char *buf, size_t len);
+/* Creates a context running `threads` threads (0: OpenMP's default); on failure
+ * prints the error and returns CLI_FAIL. */
+int cli_context_create(int threads, ps_context **ctx);
+/* 1 when stderr is a terminal (progress lines go there only then). */
+int cli_progress_enabled(void);
 /* Writes s as a JSON string literal (with quotes). */
 void cli_json_string(FILE *f, const char *s);
 /* Finds the shared/ folder (with layers/ inside): $POLYSCI_SHARED, then the

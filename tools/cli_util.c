@@ -92,13 +92,31 @@ char *cli_plan_describe(const ps_plan *plan)
     return NULL;
 }
 
+void cli_schedule_text(const ps_schedule *sched, ps_op_kind kind, char *buf, size_t len)
+{
+    if (!sched || ps_schedule_format(sched, kind, buf, len, NULL) != PS_SUCCESS) snprintf(buf, len, "?");
+}
+
 void cli_plan_schedule_text(const ps_plan *plan, char *buf, size_t len)
 {
     const ps_desc *d = ps_plan_get_desc(plan);
-    const ps_schedule *s = ps_plan_get_schedule(plan);
-    if (!d || !s || ps_schedule_format(s, d->kind, buf, len, NULL) != PS_SUCCESS)
+    if (!d) {
         snprintf(buf, len, "?");
+        return;
+    }
+    cli_schedule_text(ps_plan_get_schedule(plan), d->kind, buf, len);
 }
+
+int cli_context_create(int threads, ps_context **ctx)
+{
+    ps_context_options copts;
+    ps_context_options_init(&copts);
+    copts.num_threads = threads;
+    ps_status st = ps_context_create(&copts, ctx);
+    return st == PS_SUCCESS ? CLI_OK : cli_report_status("ps_context_create", st);
+}
+
+int cli_progress_enabled(void) { return isatty(STDERR_FILENO); }
 
 void cli_json_string(FILE *f, const char *s)
 {

@@ -1,157 +1,11 @@
 /* polysci CLI — `polysci demo`: plan, run and check every layer of a layers file. */
 #include "cli.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define DEFAULT_LAYERS "resnet50.txt"
-
-typedef struct layer {
-    char name[64];
-    ps_desc desc;
-} layer;
-
-static int file_exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* Resolves --layers: an existing path as given; else a bare name looked up in
- * shared/layers/ (with or without ".txt"); with no flag, the default file. */
-static int resolve_layers(const char *arg, char *path, size_t len)
-{
-    if (arg && file_exists(arg)) {
-        snprintf(path, len, "%s", arg);
-        return 0;
-    }
-    if (arg && strchr(arg, '/')) {
-        fprintf(stderr, "polysci demo: cannot read layers file '%s': %s\n", arg, strerror(ENOENT));
-        return -1;
-    }
-    char shared[4096];
-    if (!cli_find_shared(shared, sizeof shared)) {
-        fprintf(stderr, "polysci demo: %s%s%s not found and no shared/ folder located; "
-                        "pass --layers FILE or set POLYSCI_SHARED=/path/to/shared\n",
-                arg ? "layers file '" : "default layers file", arg ? arg : "", arg ? "'" : "");
-        return -1;
-    }
-    const char *name = arg ? arg : DEFAULT_LAYERS;
-    int n = snprintf(path, len, "%s/layers/%s", shared, name);
-    if (n > 0 && (size_t)n < len && file_exists(path)) return 0;
-    n = snprintf(path, len, "%s/layers/%s.txt", shared, name);
-    if (n > 0 && (size_t)n < len && file_exists(path)) return 0;
-    fprintf(stderr, "polysci demo: layers file '%s' not found (looked in %s/layers/)\n", name, shared);
-    return -1;
-}
-
-/* Reads "name H W C K R S stride pad_h pad_w" (conv) or "name M N K" (gemm)
- * lines; '#' starts a comment. */
-static int read_layers(const char *path, int64_t batch, ps_act_layout act, unsigned post,
-                       layer **out, int *n_out)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "polysci demo: cannot open '%s': %s\n", path, strerror(errno));
-        return -1;
-    }
-    layer *v = NULL;
-    int n = 0, cap = 0, line_no = 0, rc = 0;
-    char line[1024];
-    while (fgets(line, sizeof line, f)) {
-        line_no++;
-        char *hash = strchr(line, '#');
-        if (hash) *hash = '\0';
-        char *tok[16];
-        int nt = 0;
-        for (char *t = strtok(line, " \t\r\n"); t && nt < 16; t = strtok(NULL, " \t\r\n")) tok[nt++] = t;
-        if (nt == 0) continue;
-        if (nt != 10 && nt != 4) {
-            fprintf(stderr, "polysci demo: %s:%d: expected 'name H W C K R S stride pad_h pad_w' "
-                            "or 'name M N K', got %d fields\n", path, line_no, nt);
-            rc = -1;
-            break;
-        }
-        int64_t x[9];
-        for (int i = 1; i < nt && rc == 0; i++) {
-            /* sizes and strides >= 1, pads >= 0 */
-            int64_t min = (nt == 10 && i >= 8) ? 0 : 1;
-            if (cli_strict_int(tok[i], min, INT32_MAX, &x[i - 1])) {
-                fprintf(stderr, "polysci demo: %s:%d: field %d of '%s' is '%s', expected an integer "
-                                "in [%" PRId64 ", %d]\n",
-                        path, line_no, i + 1, tok[0], tok[i], min, INT32_MAX);
-                rc = -1;
-            }
-        }
-        if (rc) break;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 32;
-            layer *nv = realloc(v, (size_t)cap * sizeof *nv);
-            if (!nv) {
-                fprintf(stderr, "polysci demo: out of memory\n");
-                rc = -1;
-                break;
-            }
-            v = nv;
-        }
-        layer *l = &v[n++];
-        snprintf(l->name, sizeof l->name, "%s", tok[0]);
-        if (nt == 10) {
-            ps_desc_init_conv(&l->desc);
-            ps_conv_desc *d = &l->desc.u.conv;
-            d->N = batch;
-            d->H = x[0];
-            d->W = x[1];
-            d->C = x[2];
-            d->K = x[3];
-            d->R = x[4];
-            d->S = x[5];
-            d->stride_h = d->stride_w = x[6];
-            d->pad_top = d->pad_bottom = x[7];
-            d->pad_left = d->pad_right = x[8];
-            d->layout = act;
-            d->post_ops = post;
-        } else {
-            ps_desc_init_gemm(&l->desc);
-            ps_gemm_desc *g = &l->desc.u.gemm;
-            g->M = x[0];
-            g->N = x[1];
-            g->K = x[2];
-        }
-    }
-    fclose(f);
-    if (rc == 0 && n == 0) {
-        fprintf(stderr, "polysci demo: %s has no layers\n", path);
-        rc = -1;
-    }
-    if (rc) {
-        free(v);
-        return -1;
-    }
-    *out = v;
-    *n_out = n;
-    return 0;
-}
-
-static void shape_text(const ps_desc *desc, char *buf, size_t len)
-{
-    if (desc->kind == PS_OP_GEMM) {
-        const ps_gemm_desc *g = &desc->u.gemm;
-        snprintf(buf, len, "%" PRId64 "x%" PRId64 "x%" PRId64, g->M, g->N, g->K);
-        return;
-    }
-    const ps_conv_desc *d = &desc->u.conv;
-    char pad[48];
-    if (d->pad_top == d->pad_left) snprintf(pad, sizeof pad, "%" PRId64, d->pad_top);
-    else snprintf(pad, sizeof pad, "%" PRId64 ",%" PRId64, d->pad_top, d->pad_left);
-    snprintf(buf, len, "%" PRId64 "x%" PRId64 " %" PRId64 "->%" PRId64 " %" PRId64 "x%" PRId64
-                       "/%" PRId64 " p%s",
-             d->H, d->W, d->C, d->K, d->R, d->S, d->stride_h, pad);
-}
 
 static void demo_usage(FILE *f, const cli_opt *opts, size_t n)
 {
@@ -189,15 +43,14 @@ int cmd_demo(int argc, char **argv)
         {"no-cache", CLI_OPT_FLAG, &no_cache, 0, 0, "bypass the context's plan cache", 0},
         {"describe", CLI_OPT_FLAG, &describe, 0, 0, "also print each plan's description", 0},
     };
-    size_t n_opts = ARRAY_LEN(opts);
+    size_t n_opts = CLI_ARRAY_LEN(opts);
     int rc = cli_parse(cmd, argc, argv, opts, n_opts);
     if (rc < 0) {
         demo_usage(stdout, opts, n_opts);
         return CLI_OK;
     }
     if (rc) return rc;
-    static const char *const layout_names[] = {"nhwc", "nchw"};
-    int li = cli_choice(cmd, "layout", layout, layout_names, 2);
+    int li = cli_choice(cmd, "layout", layout, cli_layout_names, 2);
     int ranker = cli_choice(cmd, "ranker", ranker_arg, cli_ranker_names, 4);
     if (li < 0 || ranker < 0) return CLI_USAGE;
     if (tol < 0.0) {
@@ -206,32 +59,28 @@ int cmd_demo(int argc, char **argv)
     }
 
     char path[4096];
-    if (resolve_layers(layers_arg, path, sizeof path)) return CLI_FAIL;
-    layer *layers = NULL;
+    if (cli_resolve_layers(cmd, layers_arg, DEFAULT_LAYERS, path, sizeof path)) return CLI_FAIL;
+    cli_layer *layers = NULL;
     int n_layers = 0;
     unsigned post = (bias ? PS_POST_BIAS : 0u) | (relu ? PS_POST_RELU : 0u);
-    if (read_layers(path, batch, (ps_act_layout)li, post, &layers, &n_layers)) return CLI_FAIL;
+    if (cli_read_layers(cmd, path, batch, (ps_act_layout)li, post, &layers, &n_layers)) return CLI_FAIL;
 
-    ps_context_options copts;
-    ps_context_options_init(&copts);
-    copts.num_threads = (int)threads;
     ps_context *ctx = NULL;
-    ps_status st = ps_context_create(&copts, &ctx);
-    if (st != PS_SUCCESS) {
+    if (cli_context_create((int)threads, &ctx) != CLI_OK) {
         free(layers);
-        return cli_report_status("ps_context_create", st);
+        return CLI_FAIL;
     }
 
     printf("polysci %s demo: %s\n", ps_version(), path);
     printf("%d layers, conv batch N=%" PRId64 ", layout %s%s%s, %d threads, ranker %s%s, median of %"
            PRId64 " runs, tolerance %.1e (max |err| / max |ref|)\n\n",
-           n_layers, batch, layout_names[li], bias ? ", +bias" : "", relu ? ", +relu" : "",
+           n_layers, batch, cli_layout_names[li], bias ? ", +bias" : "", relu ? ", +relu" : "",
            ps_context_num_threads(ctx), cli_ranker_names[ranker], top_k > 1 ? " (top-k timed)" : "", reps,
            tol);
     int nw = 16, sw = 24; /* column widths: the longest name and shape */
     for (int i = 0; i < n_layers; i++) {
         char shp[128];
-        shape_text(&layers[i].desc, shp, sizeof shp);
+        cli_shape_short(&layers[i].desc, shp, sizeof shp);
         int ln = (int)strlen(layers[i].name), ls = (int)strlen(shp);
         if (ln > nw) nw = ln;
         if (ls > sw) sw = ls;
@@ -244,7 +93,7 @@ int cmd_demo(int argc, char **argv)
     double total_exec = 0.0, total_plan = 0.0, total_flops = 0.0;
     for (int i = 0; i < n_layers; i++) {
         char shp[128];
-        shape_text(&layers[i].desc, shp, sizeof shp);
+        cli_shape_short(&layers[i].desc, shp, sizeof shp);
         cli_check_opts o = {.schedule = NULL, .num_threads = (int)threads, .ranker = (ps_ranker)ranker,
                             .top_k = (int)top_k, .plan_flags = no_cache ? PS_PLAN_NO_CACHE : 0u, .reps = (int)reps,
                             .tol = tol, .describe = describe, .seed = (uint64_t)seed + (uint64_t)i};

@@ -18,6 +18,10 @@ typedef struct command {
 static const command commands[] = {
     {"run", cmd_run, "plan, run and check one conv or GEMM ('run conv', 'run gemm')"},
     {"demo", cmd_demo, "plan, run and check every layer of a layers file (default ResNet-50)"},
+    {"bench", cmd_bench, "time layers: polysci's choice vs the default schedule (and oneDNN)"},
+    {"rank", cmd_rank, "the planner's ranked candidate schedules with their costs ('rank conv|gemm')"},
+    {"analyze", cmd_analyze, "cache working sets of a schedule ('analyze conv|gemm')"},
+    {"info", cmd_info, "the machine model: caches, latency/bandwidth, peak"},
     {"version", cmd_version, "print the library version"},
     {"help", cmd_help, "show this help, or 'help COMMAND' for a command's options"},
 };

@@ -11,5 +11,7 @@
 #include "polysci/schedule.h"
 #include "polysci/plan.h"
 #include "polysci/wisdom.h"
+#include "polysci/cost.h"
+#include "polysci/analysis.h"
 
 #endif

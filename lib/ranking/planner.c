@@ -2,26 +2,137 @@
 #include "ranking/planner.h"
 
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "execution/engine.h"
-#include "variants/variants.h"
+#include "ranking/rank.h"
 
-ps_ranker ps_planner_default_ranker(void) { return PS_RANKER_NONE; }
+ps_ranker ps_planner_default_ranker(void) { return PS_RANKER_COST; }
+
+/* Operands for timing candidates: allocated once for all of them. */
+typedef struct bench_buffers {
+    float *src, *wraw, *wpacked, *dst, *a, *b, *c;
+    void *ws;
+    size_t ws_bytes;
+} bench_buffers;
+
+static void fill(float *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) p[i] = (float)((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
+}
+
+static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) & ~(size_t)63); }
+
+static ps_status alloc_buffers(const ps_desc *desc, bench_buffers *b)
+{
+    memset(b, 0, sizeof *b);
+    if (desc->kind == PS_OP_CONV_FWD) {
+        ps_conv_shape c;
+        ps_conv_shape_of(&desc->u.conv, &c);
+        size_t ns = (size_t)ps_conv_src_elems(&c), nw = (size_t)ps_conv_weight_elems(&c), nd = (size_t)ps_conv_dst_elems(&c);
+        b->src = alloc64(ns * 4); b->wraw = alloc64(nw * 4); b->wpacked = alloc64(nw * 4); b->dst = alloc64(nd * 4);
+        if (!b->src || !b->wraw || !b->wpacked || !b->dst) return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: no memory to time candidates");
+        fill(b->src, ns);
+        fill(b->wraw, nw);
+    } else {
+        ps_gemm_shape g;
+        ps_gemm_shape_of(&desc->u.gemm, &g);
+        size_t na = (size_t)g.lda * (size_t)(g.trans_a ? g.M : g.K), nb = (size_t)g.ldb * (size_t)(g.trans_b ? g.K : g.N);
+        size_t nc = (size_t)g.ldc * (size_t)g.N;
+        b->a = alloc64(na * 4); b->b = alloc64(nb * 4); b->c = alloc64(nc * 4);
+        if (!b->a || !b->b || !b->c) return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: no memory to time candidates");
+        fill(b->a, na);
+        fill(b->b, nb);
+        fill(b->c, nc);
+    }
+    return PS_SUCCESS;
+}
+
+static void free_buffers(bench_buffers *b)
+{
+    free(b->src); free(b->wraw); free(b->wpacked); free(b->dst); free(b->a); free(b->b); free(b->c); free(b->ws);
+}
+
+/* Best of three runs after a warm-up, in ms. */
+static ps_status time_schedule(const ps_desc *desc, const ps_schedule *s, int nthreads, bench_buffers *b, double *ms)
+{
+    ps_exec e;
+    ps_status st = ps_exec_build(&e, desc, s, nthreads);
+    if (st) return st;
+    size_t need = ps_exec_workspace_bytes(&e);
+    if (need > b->ws_bytes) {
+        free(b->ws);
+        b->ws = alloc64(need);
+        b->ws_bytes = b->ws ? need : 0;
+        if (!b->ws) {
+            ps_exec_release(&e);
+            return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: no memory to time candidates");
+        }
+    }
+    if (desc->kind == PS_OP_CONV_FWD) ps_exec_pack_weights(&e, desc->u.conv.weight_layout, b->wraw, b->wpacked);
+    ps_exec_operands ops = {.src = b->src, .weights = b->wpacked, .bias = b->wraw, .dst = b->dst,
+                            .a = b->a, .b = b->b, .c = b->c, .workspace = b->ws};
+    ps_exec_run(&e, &ops);
+    double best = 1e300;
+    for (int r = 0; r < 3; r++) {
+        double t0 = omp_get_wtime();
+        ps_exec_run(&e, &ops);
+        double t = (omp_get_wtime() - t0) * 1e3;
+        if (t < best) best = t;
+    }
+    ps_exec_release(&e);
+    *ms = best;
+    return PS_SUCCESS;
+}
 
 ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, ps_ranker ranker, int top_k,
                             ps_schedule **out)
 {
-    (void)ctx;
-    (void)nthreads;
-    (void)top_k;
+    *out = NULL;
     if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker();
-    switch (ranker) {
-    case PS_RANKER_NONE:
-        return ps_schedule_default(desc, out);
-    default:
+    if (ranker == PS_RANKER_NONE) return ps_schedule_default(desc, out);
+    if (ranker != PS_RANKER_COST)
         return ps_error(PS_ERR_UNSUPPORTED, "planner: ranker %d is not available in this build", (int)ranker);
+    ps_ranking r;
+    ps_status st = ps_rank_variants(&ctx->machine, desc, nthreads, &r);
+    if (st) return st;
+    if (r.n == 0) {
+        ps_ranking_release(&r);
+        return ps_schedule_default(desc, out);
     }
+    if (ctx->verbose >= 2) {
+        for (int i = 0; i < r.n; i++) {
+            char text[512];
+            ps_schedule_format(r.v[i].schedule, desc->kind, text, sizeof text, NULL);
+            fprintf(stderr, "polysci_verbose,rank,%d,%s,%.6g,L1=%.0f,L2=%.0f,L3=%.0f,mem=%.0f\n", i + 1, text, r.v[i].cost,
+                    r.v[i].ws[0], r.v[i].ws[1], r.v[i].ws[2], r.v[i].ws[3]);
+        }
+    }
+    int pick = 0;
+    if (top_k > 1) {
+        bench_buffers b;
+        int k = top_k < r.n ? top_k : r.n;
+        double best = 1e300;
+        if (!(st = alloc_buffers(desc, &b))) {
+            for (int i = 0; i < k && !st; i++) {
+                double ms = 0.0;
+                if (!(st = time_schedule(desc, r.v[i].schedule, nthreads, &b, &ms)) && ms < best) {
+                    best = ms;
+                    pick = i;
+                }
+            }
+        }
+        free_buffers(&b);
+        if (st) {
+            ps_ranking_release(&r);
+            return st;
+        }
+    }
+    *out = r.v[pick].schedule;
+    r.v[pick].schedule = NULL;
+    ps_ranking_release(&r);
+    return PS_SUCCESS;
 }

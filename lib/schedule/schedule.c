@@ -265,28 +265,42 @@ static int pick_width(int64_t ow, int max)
     return max;
 }
 
+ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
+{
+    ps_kernel_shape ks;
+    if (desc->kind == PS_OP_GEMM) {
+        const ps_gemm_desc *g = &desc->u.gemm;
+        ks.m = pick_block(g->M, 64);
+        ks.n = pick_width(g->N, 24);
+        ks.k = pick_block(g->K, 64);
+        int64_t blocks = ceil_div(g->K, ks.k);
+        ks.batch = (int)(blocks < 16 ? blocks : 16);
+    } else {
+        ps_conv_shape c;
+        ps_conv_shape_of(&desc->u.conv, &c);
+        ks.m = pick_block(c.K, 64);
+        ks.n = pick_width(c.OW, 28);
+        ks.k = pick_block(c.C, 64);
+        int64_t blocks = ceil_div(c.C, ks.k);
+        ks.batch = (int)(blocks < 64 ? blocks : 64);
+    }
+    return ks;
+}
+
 ps_status ps_schedule_default(const ps_desc *desc, ps_schedule **out)
 {
     if (!out) return ps_error(PS_ERR_NULL_POINTER, "ps_schedule_default: out is NULL");
     *out = NULL;
     ps_status st = ps_desc_validate(desc);
     if (st) return st;
+    ps_kernel_shape ks = ps_schedule_expert_kernel(desc);
     ps_schedule *s;
+    if ((st = ps_schedule_create(ks.m, ks.n, ks.k, ks.batch, &s))) return st;
     if (desc->kind == PS_OP_GEMM) {
-        const ps_gemm_desc *g = &desc->u.gemm;
-        int m = pick_block(g->M, 64), n = pick_width(g->N, 24), k = pick_block(g->K, 64);
-        int batch = (int)(ceil_div(g->K, k) < 16 ? ceil_div(g->K, k) : 16);
-        if ((st = ps_schedule_create(m, n, k, batch, &s))) return st;
         ps_schedule_add_loop(s, PS_DIM_K, 1, 1);
         ps_schedule_add_loop(s, PS_DIM_OW, 1, 1);
         ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
     } else {
-        ps_conv_shape c;
-        ps_conv_shape_of(&desc->u.conv, &c);
-        int m = pick_block(c.K, 64), n = pick_width(c.OW, 28), k = pick_block(c.C, 64);
-        int64_t cblocks = ceil_div(c.C, k);
-        int batch = (int)(cblocks < 64 ? cblocks : 64);
-        if ((st = ps_schedule_create(m, n, k, batch, &s))) return st;
         ps_schedule_add_loop(s, PS_DIM_N, 1, 1);
         ps_schedule_add_loop(s, PS_DIM_K, 1, 1);
         ps_schedule_add_loop(s, PS_DIM_OH, 1, 1);

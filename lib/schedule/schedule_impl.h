@@ -40,6 +40,14 @@ struct ps_schedule {
  * ext[d] = number of microkernel steps along dimension d. */
 void ps_tile_space_extents(const ps_desc *desc, const ps_kernel_shape *ks, int64_t ext[PS_DIM_COUNT]);
 
+/* The expert microkernel for a descriptor (PolyScientist's hand-chosen
+ * BRGEMM shape): the widest register-friendly output-channel block (<= 64,
+ * a multiple of 16 dividing the extent when one exists), the widest column
+ * block dividing the row (<= 28 conv, <= 24 gemm) and a 64-wide reduction
+ * block; batch = every reduction block (capped). Default schedule and
+ * variant space share it, so the planner ranks outer loops only. */
+ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
+
 /* Lower-case loop name of a dimension for an op kind ("oh", "m", ...). */
 const char *ps_dim_name(ps_op_kind kind, ps_dim dim);
 

@@ -23,30 +23,7 @@ static void add_unique(int_list *l, int x)
     l->v[l->n++] = x;
 }
 
-/* Register-friendly blocks of a channel-like extent e: multiples of the
- * 16-float vector up to `max`, or e itself when it is smaller. */
-static int_list channel_blocks(int64_t e, int max, int count)
-{
-    int_list l = {0};
-    if (e <= max) add_unique(&l, (int)e);
-    for (int b = max; b >= 16 && l.n < count; b /= 2)
-        if (b < e) add_unique(&l, b);
-    if (l.n == 0) add_unique(&l, (int)(e < max ? e : max));
-    return l;
-}
 
-/* Column blocks: the widest divisors of e in [4, max] (no remainder kernel),
- * e itself when small, else max with a remainder. */
-static int_list column_blocks(int64_t e, int max, int count)
-{
-    int_list l = {0};
-    if (e <= max) add_unique(&l, (int)e);
-    for (int b = max; b >= 4 && l.n < count; b--)
-        if (e % b == 0) add_unique(&l, b);
-    if (l.n < count && e > max) add_unique(&l, max);
-    if (l.n < count && e > max / 2) add_unique(&l, max / 2);
-    return l;
-}
 
 /* Reduction chunking: everything in one call, or halves/quarters (the
  * reduction loop then moves through the outer loops). */
@@ -87,20 +64,25 @@ static ps_status push(builder *b, ps_schedule *s)
     return PS_SUCCESS;
 }
 
-/* Adds one schedule: `order` lists the dims outermost first; a tile loop of
- * `tile_dim` with `tile` (> 1) goes right after the leading image loop. The
- * parallel band is every loop before the first reduction loop. */
-static ps_status add_variant(builder *b, const ps_kernel_shape *ks, const ps_dim *order, int n_order, int tile_dim,
-                             int64_t tile)
+typedef struct tiling {
+    int n;             /* tile loops, placed outermost (after the image loop), in this order */
+    ps_dim dim[2];
+    int64_t tile[2];
+} tiling;
+
+/* Adds one schedule: `order` lists the dims outermost first; the tile loops
+ * of `t` go right after the leading image loop. The parallel band is every
+ * loop before the first reduction loop. */
+static ps_status add_variant(builder *b, const ps_kernel_shape *ks, const ps_dim *order, int n_order, const tiling *t)
 {
     ps_schedule *s;
     ps_status st = ps_schedule_create(ks->m, ks->n, ks->k, ks->batch, &s);
     if (st) return st;
     ps_loop loops[PS_SCHEDULE_MAX_LOOPS];
-    int nl = 0;
+    int nl = 0, lead = order[0] == PS_DIM_N;
     for (int i = 0; i < n_order; i++) {
-        if (tile > 1 && ((i == 1 && order[0] == PS_DIM_N) || (i == 0 && order[0] != PS_DIM_N)))
-            loops[nl++] = (ps_loop){(ps_dim)tile_dim, tile, 0};
+        if (i == lead)
+            for (int j = 0; j < t->n; j++) loops[nl++] = (ps_loop){t->dim[j], t->tile[j], 0};
         loops[nl++] = (ps_loop){order[i], 1, 0};
     }
     int band = 1;
@@ -131,58 +113,60 @@ ps_status ps_variants_generate(const ps_desc *desc, ps_variant_set *out)
     ps_status st = ps_desc_validate(desc);
     if (st) return st;
     builder b = {out, 0, desc};
-    int_list ms, ns, ks;
-    int64_t red; /* reduction extent */
-    /* Inner dims to permute behind the image loop. */
-    ps_dim dims[4];
-    int nd;
-    if (desc->kind == PS_OP_GEMM) {
-        const ps_gemm_desc *g = &desc->u.gemm;
-        ms = channel_blocks(g->M, 64, 3);
-        ns = column_blocks(g->N, 32, 2);
-        ks = channel_blocks(g->K, 64, 2);
-        red = g->K;
-        dims[0] = PS_DIM_K; dims[1] = PS_DIM_OW; dims[2] = PS_DIM_C;
+    /* The microkernel is the expert's; the variants are its outer loops. */
+    const ps_kernel_shape expert = ps_schedule_expert_kernel(desc);
+    const int gemm = desc->kind == PS_OP_GEMM;
+    int64_t red = gemm ? desc->u.gemm.K : desc->u.conv.C;
+    ps_dim dims[4] = {PS_DIM_K, PS_DIM_OH, PS_DIM_OW, PS_DIM_C};
+    int nd = 4;
+    if (gemm) {
+        dims[1] = PS_DIM_OW;
+        dims[2] = PS_DIM_C;
         nd = 3;
-    } else {
-        ps_conv_shape c;
-        ps_conv_shape_of(&desc->u.conv, &c);
-        ms = channel_blocks(c.K, 64, 2);
-        ns = column_blocks(c.OW, 28, 2);
-        ks = channel_blocks(c.C, 64, 2);
-        red = c.C;
-        dims[0] = PS_DIM_K; dims[1] = PS_DIM_OH; dims[2] = PS_DIM_OW; dims[3] = PS_DIM_C;
-        nd = 4;
     }
-    for (int im = 0; im < ms.n; im++)
-        for (int in = 0; in < ns.n; in++)
-            for (int ik = 0; ik < ks.n; ik++) {
-                int_list bs = batches(ceil_div(red, ks.v[ik]));
-                for (int ib = 0; ib < bs.n; ib++) {
-                    ps_kernel_shape kshape = {ms.v[im], ns.v[in], ks.v[ik], bs.v[ib]};
-                    int64_t ext[PS_DIM_COUNT];
-                    ps_tile_space_extents(desc, &kshape, ext);
-                    ps_dim perm[4];
-                    memcpy(perm, dims, sizeof perm);
-                    /* Start from the sorted permutation. */
-                    for (int i = 0; i < nd; i++)
-                        for (int j = i + 1; j < nd; j++)
-                            if (perm[j] < perm[i]) { ps_dim t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
-                    do {
-                        /* A single reduction chunk makes the position of its
-                         * loop irrelevant: keep only the innermost one. */
-                        if (ext[PS_DIM_C] == 1 && perm[nd - 1] != PS_DIM_C) continue;
-                        ps_dim order[5];
-                        int no = 0;
-                        if (desc->kind == PS_OP_CONV_FWD) order[no++] = PS_DIM_N;
-                        for (int i = 0; i < nd; i++) order[no++] = perm[i];
-                        if ((st = add_variant(&b, &kshape, order, no, 0, 1))) goto fail;
-                        /* Output-channel tiling: a tile of blocks shares the
-                         * inputs it reads while other loops run inside. */
-                        if (ext[PS_DIM_K] >= 8 && (st = add_variant(&b, &kshape, order, no, PS_DIM_K, 4))) goto fail;
-                    } while (next_permutation(perm, nd));
-                }
+    int_list bs = batches(ceil_div(red, expert.k));
+    for (int ib = 0; ib < bs.n; ib++) {
+        ps_kernel_shape kshape = expert;
+        kshape.batch = bs.v[ib];
+        int64_t ext[PS_DIM_COUNT];
+        ps_tile_space_extents(desc, &kshape, ext);
+        /* Tilings placed outermost: output-channel tiles share the inputs they
+         * read while inner loops run; row tiles (conv) share weights across
+         * rows; column panels (gemm, GotoBLAS-style) keep a slab of B in cache
+         * across all row blocks. */
+        tiling tl[16];
+        int nt = 0;
+        tl[nt++] = (tiling){0, {0, 0}, {0, 0}};
+        for (int64_t t = 2; t <= 8; t *= 2)
+            if (ext[PS_DIM_K] >= 2 * t) tl[nt++] = (tiling){1, {PS_DIM_K, 0}, {t, 0}};
+        if (!gemm && ext[PS_DIM_OH] >= 8) {
+            tl[nt++] = (tiling){1, {PS_DIM_OH, 0}, {4, 0}};
+            if (ext[PS_DIM_K] >= 8) tl[nt++] = (tiling){2, {PS_DIM_K, PS_DIM_OH}, {4, 4}};
+        }
+        if (gemm)
+            for (int cols = 192; cols <= 768; cols *= 2) {
+                int64_t panel = cols / kshape.n;
+                if (panel < 2 || ext[PS_DIM_OW] <= panel) continue;
+                tl[nt++] = (tiling){1, {PS_DIM_OW, 0}, {panel, 0}};
+                if (ext[PS_DIM_K] >= 8) tl[nt++] = (tiling){2, {PS_DIM_OW, PS_DIM_K}, {panel, 4}};
             }
+        ps_dim perm[4];
+        memcpy(perm, dims, sizeof perm);
+        for (int i = 0; i < nd; i++)
+            for (int j = i + 1; j < nd; j++)
+                if (perm[j] < perm[i]) { ps_dim t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
+        do {
+            /* A single reduction chunk makes the position of its loop
+             * irrelevant: keep only the innermost one. */
+            if (ext[PS_DIM_C] == 1 && perm[nd - 1] != PS_DIM_C) continue;
+            ps_dim order[5];
+            int no = 0;
+            if (!gemm) order[no++] = PS_DIM_N;
+            for (int i = 0; i < nd; i++) order[no++] = perm[i];
+            for (int t = 0; t < nt; t++)
+                if ((st = add_variant(&b, &kshape, order, no, &tl[t]))) goto fail;
+        } while (next_permutation(perm, nd));
+    }
     return PS_SUCCESS;
 fail:
     ps_variant_set_release(out);

@@ -10,9 +10,10 @@ typedef struct ps_variant_set {
     ps_schedule **items; /* owned */
 } ps_variant_set;
 
-/* Enumerates, in a deterministic order: microkernel shapes (m, n, k, batch)
- * x loop orders x optional output-channel tiling; the parallel band is the
- * longest prefix of loops before the reduction loop. */
+/* Enumerates, in a deterministic order, the outer loops around the expert
+ * microkernel (ps_schedule_expert_kernel): reduction chunking (batch) x loop
+ * orders x tilings; the parallel band is the longest prefix of loops before
+ * the reduction loop. */
 ps_status ps_variants_generate(const ps_desc *desc, ps_variant_set *out);
 void ps_variant_set_release(ps_variant_set *set);
 

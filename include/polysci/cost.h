@@ -1,0 +1,59 @@
+/* polysci — cost queries: ask the planner's model about a layer shape
+ * without executing anything.
+ *
+ * For a descriptor the planner generates its candidate schedules, analyses
+ * each one's cache working sets (see analysis.h), assigns every working set
+ * to the fastest cache level it fits in (PolyScientist Alg. 2; per-thread for
+ * private caches, all threads together for shared ones) and scores
+ *     cost = sum_i WS_Li * lat_Li / bw_Li + WS_mem * lat_mem / bw_mem   (Eq. 1)
+ * The report lists the variants in rank order (lowest cost first). */
+#ifndef POLYSCI_COST_H
+#define POLYSCI_COST_H
+
+#include <stddef.h>
+#include "polysci/export.h"
+#include "polysci/status.h"
+#include "polysci/context.h"
+#include "polysci/desc.h"
+#include "polysci/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ps_cost_report ps_cost_report;
+
+/* Working-set buckets of Alg. 2. */
+#define PS_COST_L1 0
+#define PS_COST_L2 1
+#define PS_COST_L3 2
+#define PS_COST_MEM 3
+#define PS_COST_LEVELS 4
+
+typedef struct ps_variant_cost {
+    int rank;                 /* 1 = the planner's first choice */
+    const char *schedule;     /* text form; owned by the report */
+    double cost;              /* Eq. 1 (lower is better); for PS_RANKER_DNN the
+                                 tournament's losses, for comparison only */
+    double ws_bytes[PS_COST_LEVELS]; /* bytes of working sets served by L1, L2, L3, memory */
+} ps_variant_cost;
+
+/* __give *out: the ranked variants for desc. opts may be NULL; its
+ * num_threads and ranker are used (schedule, top_k, flags are ignored). */
+PS_API ps_status ps_cost_query(ps_context *ctx, const ps_desc *desc, const ps_plan_options *opts,
+                               ps_cost_report **out);
+PS_API int ps_cost_report_size(const ps_cost_report *report);
+/* Variant at rank index i (0-based; ranks ascend). */
+PS_API ps_status ps_cost_report_get(const ps_cost_report *report, int i, ps_variant_cost *out);
+/* {"n_variants": N, "variants": [{"rank": 1, "schedule": "...", "cost": c,
+ *   "ws_bytes": {"L1": .., "L2": .., "L3": .., "mem": ..}}, ...]} with the
+ * first `top` variants (all when top <= 0). snprintf-like. */
+PS_API ps_status ps_cost_report_to_json(const ps_cost_report *report, int top, char *buf, size_t len,
+                                        size_t *needed);
+/* __take. NULL is a no-op. */
+PS_API void ps_cost_report_destroy(ps_cost_report *report);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

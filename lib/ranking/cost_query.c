@@ -1,0 +1,124 @@
+/* Public cost queries over the ranking. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "plan/context_impl.h"
+#include "ranking/planner.h"
+#include "ranking/rank.h"
+
+struct ps_cost_report {
+    ps_op_kind kind;
+    int n;
+    ps_variant_cost *v;
+    char **text; /* schedule strings */
+};
+
+ps_status ps_cost_query(ps_context *ctx, const ps_desc *desc, const ps_plan_options *opts, ps_cost_report **out)
+{
+    if (!out) return ps_error(PS_ERR_NULL_POINTER, "ps_cost_query: out is NULL");
+    *out = NULL;
+    if (!ctx) return ps_error(PS_ERR_NULL_POINTER, "ps_cost_query: ctx is NULL");
+    ps_status st = ps_desc_validate(desc);
+    if (st) return st;
+    ps_plan_options def;
+    if (!opts) {
+        ps_plan_options_init(&def);
+        opts = &def;
+    }
+    if (opts->struct_size != sizeof *opts)
+        return ps_error(PS_ERR_INVALID_ARG, "ps_cost_query: opts.struct_size is %zu, expected %zu", opts->struct_size, sizeof *opts);
+    if (opts->num_threads < 0 || opts->num_threads > 4096)
+        return ps_error(PS_ERR_INVALID_ARG, "ps_cost_query: num_threads %d out of range (0..4096)", opts->num_threads);
+    ps_ranker ranker = opts->ranker == PS_RANKER_DEFAULT ? ps_planner_default_ranker() : opts->ranker;
+    if (ranker != PS_RANKER_COST)
+        return ps_error(PS_ERR_UNSUPPORTED, "ps_cost_query: ranker %d has no cost model", (int)opts->ranker);
+    int nthreads = opts->num_threads ? opts->num_threads : ctx->num_threads;
+    ps_ranking r;
+    if ((st = ps_rank_variants(&ctx->machine, desc, nthreads, &r))) return st;
+    ps_cost_report *rep = calloc(1, sizeof *rep);
+    if (rep) {
+        rep->v = calloc((size_t)(r.n ? r.n : 1), sizeof *rep->v);
+        rep->text = calloc((size_t)(r.n ? r.n : 1), sizeof *rep->text);
+    }
+    if (!rep || !rep->v || !rep->text) {
+        st = ps_error(PS_ERR_OUT_OF_MEMORY, "ps_cost_query: out of memory");
+        goto fail;
+    }
+    rep->kind = desc->kind;
+    for (int i = 0; i < r.n; i++) {
+        char buf[512];
+        ps_schedule_format(r.v[i].schedule, desc->kind, buf, sizeof buf, NULL);
+        if (!(rep->text[i] = strdup(buf))) {
+            st = ps_error(PS_ERR_OUT_OF_MEMORY, "ps_cost_query: out of memory");
+            goto fail;
+        }
+        rep->n = i + 1;
+        ps_variant_cost *v = &rep->v[i];
+        v->rank = i + 1;
+        v->schedule = rep->text[i];
+        v->cost = r.v[i].cost;
+        memcpy(v->ws_bytes, r.v[i].ws, sizeof v->ws_bytes);
+    }
+    ps_ranking_release(&r);
+    *out = rep;
+    return PS_SUCCESS;
+fail:
+    ps_ranking_release(&r);
+    ps_cost_report_destroy(rep);
+    return st;
+}
+
+int ps_cost_report_size(const ps_cost_report *report) { return report ? report->n : 0; }
+
+ps_status ps_cost_report_get(const ps_cost_report *report, int i, ps_variant_cost *out)
+{
+    if (!report || !out) return ps_error(PS_ERR_NULL_POINTER, "ps_cost_report_get: report or out is NULL");
+    if (i < 0 || i >= report->n)
+        return ps_error(PS_ERR_INVALID_ARG, "ps_cost_report_get: index %d out of range (0..%d)", i, report->n - 1);
+    *out = report->v[i];
+    return PS_SUCCESS;
+}
+
+ps_status ps_cost_report_to_json(const ps_cost_report *report, int top, char *buf, size_t len, size_t *needed)
+{
+    if (!report) return ps_error(PS_ERR_NULL_POINTER, "ps_cost_report_to_json: report is NULL");
+    if (!buf && len) return ps_error(PS_ERR_NULL_POINTER, "ps_cost_report_to_json: buf is NULL");
+    int n = top > 0 && top < report->n ? top : report->n;
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *f = open_memstream(&text, &tlen);
+    if (!f) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_cost_report_to_json: out of memory");
+    fprintf(f, "{\"n_variants\": %d, \"variants\": [", report->n);
+    for (int i = 0; i < n; i++) {
+        const ps_variant_cost *v = &report->v[i];
+        fprintf(f, "%s{\"rank\": %d, \"schedule\": \"%s\", \"cost\": %.6g, \"ws_bytes\": {\"L1\": %.0f, \"L2\": %.0f, "
+                "\"L3\": %.0f, \"mem\": %.0f}}",
+                i ? ", " : "", v->rank, v->schedule, v->cost, v->ws_bytes[0], v->ws_bytes[1], v->ws_bytes[2], v->ws_bytes[3]);
+    }
+    fputs("]}", f);
+    if (fclose(f) != 0 || !text) {
+        free(text);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_cost_report_to_json: out of memory");
+    }
+    if (needed) *needed = tlen;
+    ps_status st = PS_SUCCESS;
+    if (len) {
+        size_t c = tlen < len ? tlen : len - 1;
+        memcpy(buf, text, c);
+        buf[c] = 0;
+    }
+    if (tlen >= len) st = ps_error(PS_ERR_BUFFER_TOO_SMALL, "ps_cost_report_to_json: needs %zu bytes plus NUL", tlen);
+    free(text);
+    return st;
+}
+
+void ps_cost_report_destroy(ps_cost_report *report)
+{
+    if (!report) return;
+    for (int i = 0; i < report->n; i++) free(report->text[i]);
+    free(report->text);
+    free(report->v);
+    free(report);
+}

@@ -1,0 +1,113 @@
+/* Poly-ranking: analysis -> Alg. 2 -> Eq. 1 -> sort. */
+#include "ranking/rank.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* Where the machine model has no numbers (it always should), rank anyway
+ * with a plausible ladder rather than dividing by zero. */
+static double lat_of(const ps_machine *m, int level)
+{
+    if (level < m->n_levels) return m->levels[level].latency_ns > 0 ? m->levels[level].latency_ns : 1.0 + 4.0 * level;
+    return m->mem_latency_ns > 0 ? m->mem_latency_ns : 80.0;
+}
+
+static double bw_of(const ps_machine *m, int level)
+{
+    if (level < m->n_levels) return m->levels[level].bandwidth_gbs > 0 ? m->levels[level].bandwidth_gbs : 200.0 / (1 + level);
+    return m->mem_bandwidth_gbs > 0 ? m->mem_bandwidth_gbs : 20.0;
+}
+
+static void assign(const ps_machine *m, int nthreads, double per_thread, double shared, int shared_only,
+                   double ws[PS_COST_LEVELS])
+{
+    const int levels = m->n_levels < PS_COST_MEM ? m->n_levels : PS_COST_MEM;
+    for (int l = 0; l < levels; l++) {
+        const ps_cache_level *c = &m->levels[l];
+        int sharing = c->shared_by > 1 && nthreads > 1;
+        /* Threads that share one instance of this cache: at most its sharers. */
+        double need = sharing ? shared * (double)(c->shared_by < nthreads ? c->shared_by : nthreads) / nthreads
+                              : per_thread;
+        if (!sharing && shared_only) continue;
+        if (need <= (double)c->size_bytes) {
+            ws[l] += need;
+            return;
+        }
+    }
+    ws[PS_COST_MEM] += shared_only ? shared : per_thread;
+}
+
+void ps_rank_alg2(const ps_machine *m, int nthreads, const ps_analysis *a, double ws[PS_COST_LEVELS])
+{
+    for (int l = 0; l < PS_COST_LEVELS; l++) ws[l] = 0.0;
+    int n = ps_analysis_num_dependences(a);
+    for (int i = 0; i < n; i++) {
+        ps_dependence_info d;
+        if (ps_analysis_get_dependence(a, i, &d)) continue;
+        assign(m, nthreads, (double)d.ws_min_bytes, (double)d.ws_min_shared_bytes, d.shared_only, ws);
+        assign(m, nthreads, (double)d.ws_max_bytes, (double)d.ws_max_shared_bytes, d.shared_only, ws);
+    }
+}
+
+double ps_rank_eq1(const ps_machine *m, const double ws[PS_COST_LEVELS])
+{
+    double cost = 0.0;
+    const int levels = m->n_levels < PS_COST_MEM ? m->n_levels : PS_COST_MEM;
+    for (int l = 0; l < levels; l++) cost += ws[l] * lat_of(m, l) / bw_of(m, l);
+    cost += ws[PS_COST_MEM] * lat_of(m, m->n_levels) / bw_of(m, m->n_levels);
+    return cost;
+}
+
+static int by_cost(const void *pa, const void *pb)
+{
+    const ps_ranked *a = pa, *b = pb;
+    if (a->cost < b->cost) return -1;
+    if (a->cost > b->cost) return 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+ps_status ps_rank_variants(const ps_machine *m, const ps_desc *desc, int nthreads, ps_ranking *out)
+{
+    memset(out, 0, sizeof *out);
+    ps_variant_set vs;
+    ps_status st = ps_variants_generate(desc, &vs);
+    if (st) return st;
+    out->v = calloc((size_t)(vs.n ? vs.n : 1), sizeof *out->v);
+    if (!out->v) {
+        ps_variant_set_release(&vs);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "ranking: out of memory");
+    }
+    ps_analysis_options ao;
+    ps_analysis_options_init(&ao);
+    ao.num_threads = nthreads;
+    ao.method = PS_ANALYSIS_FAST;
+    for (int i = 0; i < vs.n; i++) {
+        ps_analysis *a;
+        if ((st = ps_analysis_create(desc, vs.items[i], &ao, &a))) break;
+        ps_ranked *r = &out->v[out->n++];
+        r->schedule = vs.items[i];
+        vs.items[i] = NULL; /* moved */
+        r->index = i;
+        ps_rank_alg2(m, nthreads, a, r->ws);
+        r->cost = ps_rank_eq1(m, r->ws);
+        ps_analysis_destroy(a);
+    }
+    ps_variant_set_release(&vs);
+    if (st) {
+        ps_ranking_release(out);
+        return st;
+    }
+    qsort(out->v, (size_t)out->n, sizeof *out->v, by_cost);
+    return PS_SUCCESS;
+}
+
+void ps_ranking_release(ps_ranking *r)
+{
+    if (!r) return;
+    for (int i = 0; i < r->n; i++) ps_schedule_destroy(r->v[i].schedule);
+    free(r->v);
+    r->v = NULL;
+    r->n = 0;
+}

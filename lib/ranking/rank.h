@@ -1,0 +1,34 @@
+/* Internal: poly-ranking (PolyScientist §5.2): Alg. 2 and the Eq. 1 cost. */
+#ifndef PS_RANKING_RANK_H
+#define PS_RANKING_RANK_H
+
+#include "polysci/analysis.h"
+#include "polysci/cost.h"
+#include "machine/machine.h"
+#include "variants/variants.h"
+
+typedef struct ps_ranked {
+    ps_schedule *schedule;           /* owned */
+    double cost;
+    double ws[PS_COST_LEVELS];       /* Alg. 2 sums: L1, L2, L3, memory (bytes) */
+    int index;                       /* position in generation order (stable tie-break) */
+} ps_ranked;
+
+typedef struct ps_ranking {
+    int n;
+    ps_ranked *v;                    /* ascending cost after ps_rank_variants */
+} ps_ranking;
+
+/* Alg. 2: every working set (WSmin and WSmax of every dependence) goes to the
+ * fastest level that holds it — a private cache must hold one thread's set
+ * (cross-thread reuse cannot happen there), a shared one the set of all the
+ * threads sharing it — else to memory. */
+void ps_rank_alg2(const ps_machine *m, int nthreads, const ps_analysis *a, double ws[PS_COST_LEVELS]);
+/* Eq. 1. */
+double ps_rank_eq1(const ps_machine *m, const double ws[PS_COST_LEVELS]);
+
+/* Generates, analyses and costs every variant, then sorts by cost. */
+ps_status ps_rank_variants(const ps_machine *m, const ps_desc *desc, int nthreads, ps_ranking *out);
+void ps_ranking_release(ps_ranking *r);
+
+#endif

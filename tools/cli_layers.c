@@ -1,0 +1,144 @@
+/* polysci CLI — layers files (shared/layers/NAME.txt), used by `demo` and `bench`. */
+#include "cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int cli_resolve_layers(const char *cmd, const char *arg, const char *default_name, char *path, size_t len)
+{
+    if (arg && file_exists(arg)) {
+        snprintf(path, len, "%s", arg);
+        return 0;
+    }
+    if (arg && strchr(arg, '/')) {
+        fprintf(stderr, "polysci %s: cannot read layers file '%s': %s\n", cmd, arg, strerror(ENOENT));
+        return -1;
+    }
+    char shared[4096];
+    if (!cli_find_shared(shared, sizeof shared)) {
+        fprintf(stderr, "polysci %s: %s%s%s not found and no shared/ folder located; "
+                        "pass --layers FILE or set POLYSCI_SHARED=/path/to/shared\n",
+                cmd, arg ? "layers file '" : "default layers file", arg ? arg : "", arg ? "'" : "");
+        return -1;
+    }
+    const char *name = arg ? arg : default_name;
+    int n = snprintf(path, len, "%s/layers/%s", shared, name);
+    if (n > 0 && (size_t)n < len && file_exists(path)) return 0;
+    n = snprintf(path, len, "%s/layers/%s.txt", shared, name);
+    if (n > 0 && (size_t)n < len && file_exists(path)) return 0;
+    fprintf(stderr, "polysci %s: layers file '%s' not found (looked in %s/layers/)\n", cmd, name, shared);
+    return -1;
+}
+
+int cli_read_layers(const char *cmd, const char *path, int64_t batch, ps_act_layout act, unsigned post,
+                    cli_layer **out, int *n_out)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "polysci %s: cannot open '%s': %s\n", cmd, path, strerror(errno));
+        return -1;
+    }
+    cli_layer *v = NULL;
+    int n = 0, cap = 0, line_no = 0, rc = 0;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        line_no++;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        char *tok[16];
+        int nt = 0;
+        char *save = NULL;
+        for (char *t = strtok_r(line, " \t\r\n", &save); t && nt < 16; t = strtok_r(NULL, " \t\r\n", &save))
+            tok[nt++] = t;
+        if (nt == 0) continue;
+        if (nt != 10 && nt != 4) {
+            fprintf(stderr, "polysci %s: %s:%d: expected 'name H W C K R S stride pad_h pad_w' "
+                            "or 'name M N K', got %d fields\n", cmd, path, line_no, nt);
+            rc = -1;
+            break;
+        }
+        int64_t x[9];
+        for (int i = 1; i < nt && rc == 0; i++) {
+            /* sizes and strides >= 1, pads >= 0 */
+            int64_t min = (nt == 10 && i >= 8) ? 0 : 1;
+            if (cli_strict_int(tok[i], min, INT32_MAX, &x[i - 1])) {
+                fprintf(stderr, "polysci %s: %s:%d: field %d of '%s' is '%s', expected an integer "
+                                "in [%" PRId64 ", %d]\n",
+                        cmd, path, line_no, i + 1, tok[0], tok[i], min, INT32_MAX);
+                rc = -1;
+            }
+        }
+        if (rc) break;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 32;
+            cli_layer *nv = realloc(v, (size_t)cap * sizeof *nv);
+            if (!nv) {
+                fprintf(stderr, "polysci %s: out of memory\n", cmd);
+                rc = -1;
+                break;
+            }
+            v = nv;
+        }
+        cli_layer *l = &v[n++];
+        snprintf(l->name, sizeof l->name, "%s", tok[0]);
+        if (nt == 10) {
+            ps_desc_init_conv(&l->desc);
+            ps_conv_desc *d = &l->desc.u.conv;
+            d->N = batch;
+            d->H = x[0];
+            d->W = x[1];
+            d->C = x[2];
+            d->K = x[3];
+            d->R = x[4];
+            d->S = x[5];
+            d->stride_h = d->stride_w = x[6];
+            d->pad_top = d->pad_bottom = x[7];
+            d->pad_left = d->pad_right = x[8];
+            d->layout = act;
+            d->post_ops = post;
+        } else {
+            ps_desc_init_gemm(&l->desc);
+            ps_gemm_desc *g = &l->desc.u.gemm;
+            g->M = x[0];
+            g->N = x[1];
+            g->K = x[2];
+        }
+    }
+    fclose(f);
+    if (rc == 0 && n == 0) {
+        fprintf(stderr, "polysci %s: %s has no layers\n", cmd, path);
+        rc = -1;
+    }
+    if (rc) {
+        free(v);
+        return -1;
+    }
+    *out = v;
+    *n_out = n;
+    return 0;
+}
+
+void cli_shape_short(const ps_desc *desc, char *buf, size_t len)
+{
+    if (desc->kind == PS_OP_GEMM) {
+        const ps_gemm_desc *g = &desc->u.gemm;
+        snprintf(buf, len, "%" PRId64 "x%" PRId64 "x%" PRId64, g->M, g->N, g->K);
+        return;
+    }
+    const ps_conv_desc *d = &desc->u.conv;
+    char pad[48];
+    if (d->pad_top == d->pad_left) snprintf(pad, sizeof pad, "%" PRId64, d->pad_top);
+    else snprintf(pad, sizeof pad, "%" PRId64 ",%" PRId64, d->pad_top, d->pad_left);
+    snprintf(buf, len, "%" PRId64 "x%" PRId64 " %" PRId64 "->%" PRId64 " %" PRId64 "x%" PRId64
+                       "/%" PRId64 " p%s",
+             d->H, d->W, d->C, d->K, d->R, d->S, d->stride_h, pad);
+}

@@ -1,0 +1,884 @@
+/* polysci CLI — `polysci bench conv|gemm`: per layer of a layers file, in one
+ * process, alternating timed trials of polysci's chosen plan, the default
+ * schedule (the paper's "Microkernel" baseline) and optionally oneDNN; plan
+ * creation times (cold and cache hit); with --exhaustive every ranked variant
+ * is timed too, to see where the cost model's choice lands. */
+#include "cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef POLYSCI_CLI_HAVE_ONEDNN
+#include "onednn_ref.h"
+#include "onednn_ref_polysci.h"
+#endif
+
+#define CSV_HEADER                                                                                      \
+    "name,N,threads,polysci_ms,onednn_ms,ratio,polysci_gflops,onednn_gflops,plan_ms,plan_warm_ms,"      \
+    "default_ms,best_ms,worst_ms,chosen_rank,n_variants"
+#define DIST_HEADER "name,rank_by_cost,schedule,ms,gflops"
+
+typedef struct bench_opts {
+    ps_op_kind kind;
+    int threads;            /* resolved: the context's */
+    ps_ranker ranker;
+    int vs_onednn, onednn_mode, exhaustive;
+    int reps, variant_reps, plan_reps;
+    double min_trial_ms, tol;
+    uint64_t seed;
+    int progress;           /* stderr is a terminal */
+    FILE *dist;             /* --dist, or NULL */
+} bench_opts;
+
+/* One layer's results; NAN / 0 = not measured (empty CSV field). */
+typedef struct bench_row {
+    char name[64], shape[96], schedule[256];
+    int64_t batch;          /* conv N; 0 for gemm */
+    int threads;
+    double flops, err;
+    double ps_ms, dn_ms, plan_ms, plan_warm_ms, default_ms, best_ms, worst_ms;
+    int chosen_rank, n_variants;
+    int ok;                 /* everything ran and matched */
+} bench_row;
+
+/* The operands of one layer, shared by every implementation. */
+typedef struct operands {
+    float *src, *wei;       /* conv: NHWC input, KCRS weights */
+    float *a, *b;           /* gemm: row-major A (MxK), B (KxN) */
+    float *out;             /* conv dst / gemm C written by polysci */
+    size_t n_out;
+    double *ref;            /* the reference output (oneDNN's or the CLI's) */
+} operands;
+
+static void free_operands(operands *o)
+{
+    free(o->src);
+    free(o->wei);
+    free(o->a);
+    free(o->b);
+    free(o->out);
+    free(o->ref);
+}
+
+__attribute__((format(printf, 2, 3)))
+static void progress(const bench_opts *bo, const char *fmt, ...)
+{
+    if (!bo->progress) return;
+    char msg[80]; /* one terminal line: a wrapped line would not be cleared by \r */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\r\033[K%s", msg);
+    fflush(stderr);
+}
+
+static void progress_done(const bench_opts *bo)
+{
+    if (bo->progress) fprintf(stderr, "\r\033[K");
+}
+
+static int layer_status(const char *layer, const char *what, ps_status st)
+{
+    const char *msg = ps_last_error_message();
+    fprintf(stderr, "polysci bench: %s: %s failed: %s%s%s\n", layer, what, ps_status_str(st),
+            msg && *msg ? ": " : "", msg ? msg : "");
+    return CLI_FAIL;
+}
+
+static int layer_oom(const char *layer)
+{
+    fprintf(stderr, "polysci bench: %s: out of memory\n", layer);
+    return CLI_FAIL;
+}
+
+/* ---------------------------------------------------------------- polysci runs */
+
+typedef struct runner {
+    ps_plan *plan;
+    void *packed, *ws;
+    ps_exec_args args;
+    const char *layer;
+} runner;
+
+static void runner_release(runner *r)
+{
+    ps_plan_destroy(r->plan);
+    free(r->packed);
+    free(r->ws);
+    memset(r, 0, sizeof *r);
+}
+
+/* Takes `plan`: workspace, packed weights (untimed), arguments. */
+static int runner_setup(runner *r, ps_plan *plan, const operands *o, const char *layer)
+{
+    memset(r, 0, sizeof *r);
+    r->plan = plan;
+    r->layer = layer;
+    ps_exec_args_init(&r->args);
+    size_t ws = 0;
+    ps_status st = ps_plan_workspace_size(plan, &ws);
+    if (st != PS_SUCCESS) return layer_status(layer, "ps_plan_workspace_size", st);
+    if (ws && !(r->ws = cli_alloc(ws))) return layer_oom(layer);
+    r->args.workspace = r->ws;
+    if (ps_plan_get_desc(plan)->kind == PS_OP_CONV_FWD) {
+        size_t pb = 0;
+        if ((st = ps_plan_packed_weights_size(plan, &pb)) != PS_SUCCESS)
+            return layer_status(layer, "ps_plan_packed_weights_size", st);
+        if (!(r->packed = cli_alloc(pb))) return layer_oom(layer);
+        if ((st = ps_plan_pack_weights(plan, o->wei, r->packed)) != PS_SUCCESS)
+            return layer_status(layer, "ps_plan_pack_weights", st);
+        r->args.src = o->src;
+        r->args.weights = r->packed;
+        r->args.dst = o->out;
+    } else {
+        r->args.a = o->a;
+        r->args.b = o->b;
+        r->args.c = o->out;
+    }
+    return CLI_OK;
+}
+
+static int run_polysci(void *arg)
+{
+    runner *r = arg;
+    ps_status st = ps_plan_execute(r->plan, &r->args);
+    return st == PS_SUCCESS ? 0 : (layer_status(r->layer, "ps_plan_execute", st), -1);
+}
+
+/* Creates a plan running exactly `sched` and sets up a runner for it. */
+static int runner_for_schedule(runner *r, ps_context *ctx, const ps_desc *desc, const ps_schedule *sched,
+                               const operands *o, const char *layer)
+{
+    ps_plan_options po;
+    ps_plan_options_init(&po);
+    po.schedule = sched;
+    po.flags = PS_PLAN_NO_CACHE;
+    ps_plan *plan = NULL;
+    ps_status st = ps_plan_create(ctx, desc, &po, &plan);
+    if (st != PS_SUCCESS) {
+        memset(r, 0, sizeof *r);
+        return layer_status(layer, "ps_plan_create (given schedule)", st);
+    }
+    return runner_setup(r, plan, o, layer);
+}
+
+/* Runs once on a NaN-filled output and compares with the reference. */
+static int verify(const bench_opts *bo, runner *r, const operands *o, const char *what, double *err)
+{
+    cli_fill_nan(o->out, o->n_out);
+    if (run_polysci(r)) return CLI_FAIL;
+    ref_cmp c;
+    ref_compare(o->out, o->ref, o->n_out, &c);
+    double e = c.n_nonfinite ? INFINITY : c.rel_err;
+    if (err && (e > *err || isnan(*err))) *err = e;
+    if (c.n_nonfinite == 0 && c.rel_err <= bo->tol) return CLI_OK;
+    char sched[256];
+    cli_plan_schedule_text(r->plan, sched, sizeof sched);
+    fprintf(stderr,
+            "polysci bench: FAIL %s: %s [%s] does not match the %s reference: max |err| %.3g = %.3g of "
+            "max |ref| (tol %g), %zu non-finite outputs; worst element %zu: got %.9g, expected %.9g\n",
+            r->layer, what, sched, bo->vs_onednn ? "oneDNN" : "CLI's double-precision", c.max_abs_err,
+            c.rel_err, bo->tol, c.n_nonfinite, c.worst, (double)o->out[c.worst], o->ref[c.worst]);
+    return CLI_FAIL;
+}
+
+/* ---------------------------------------------------------------- oneDNN runs */
+
+#ifdef POLYSCI_CLI_HAVE_ONEDNN
+typedef struct dn_gemm {
+    int64_t M, N, K;
+    const float *a, *b;
+    float *c;
+} dn_gemm;
+
+static int run_onednn_gemm(void *arg)
+{
+    dn_gemm *g = arg;
+    if (onednn_sgemm(0, 0, g->M, g->N, g->K, 1.0f, g->a, 0, g->b, 0, 0.0f, g->c, 0)) {
+        fprintf(stderr, "polysci bench: dnnl_sgemm failed: %s\n", onednn_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+static int run_onednn_conv(void *arg)
+{
+    if (onednn_conv_execute(arg)) {
+        fprintf(stderr, "polysci bench: oneDNN conv execute failed: %s\n", onednn_last_error());
+        return -1;
+    }
+    return 0;
+}
+#endif
+
+/* ---------------------------------------------------------------- timing */
+
+typedef int (*bench_fn)(void *arg);
+
+typedef struct timed {
+    bench_fn run;
+    void *arg;
+    long loops;             /* executions per trial */
+    double *samples;        /* ms per execution, one per trial */
+} timed;
+
+/* Warm-up that also sets how many executions make a trial of >= min_ms. */
+static int calibrate(timed *t, int threads, double min_ms)
+{
+    omp_set_num_threads(threads);
+    if (t->run(t->arg)) return -1;
+    long n = 0;
+    double t0 = cli_now_ms(), el;
+    do {
+        if (t->run(t->arg)) return -1;
+        n++;
+        el = cli_now_ms() - t0;
+    } while (n < 2 || el < min_ms);
+    double per = el / (double)n;
+    long loops = per > 0.0 ? (long)ceil(min_ms / per) : 1;
+    t->loops = loops < 1 ? 1 : loops;
+    return 0;
+}
+
+/* `trials` rounds; each runs one trial of every implementation, rotating
+ * which goes first. */
+static int time_alternating(timed *ts, int n, int trials, int threads, double min_ms)
+{
+    for (int i = 0; i < n; i++)
+        if (calibrate(&ts[i], threads, min_ms)) return -1;
+    for (int t = 0; t < trials; t++)
+        for (int j = 0; j < n; j++) {
+            timed *im = &ts[(t + j) % n];
+            omp_set_num_threads(threads); /* oneDNN runs on omp_get_max_threads() */
+            double t0 = cli_now_ms();
+            for (long r = 0; r < im->loops; r++)
+                if (im->run(im->arg)) return -1;
+            im->samples[t] = (cli_now_ms() - t0) / (double)im->loops;
+        }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- one layer */
+
+/* Cold (empty plan cache) and cache-hit creation times; *plan gets the last
+ * (cache-hit) plan. */
+static int time_planning(ps_context *ctx, const bench_opts *bo, const ps_desc *desc, const char *layer,
+                         bench_row *row, ps_plan **plan)
+{
+    ps_plan_options po;
+    ps_plan_options_init(&po);
+    po.ranker = bo->ranker;
+    double cold[64], warm[64];
+    int n = bo->plan_reps < 64 ? bo->plan_reps : 64;
+    *plan = NULL;
+    for (int i = 0; i < n; i++) {
+        ps_context_forget_plans(ctx);
+        ps_plan *p = NULL;
+        double t0 = cli_now_ms();
+        ps_status st = ps_plan_create(ctx, desc, &po, &p);
+        cold[i] = cli_now_ms() - t0;
+        if (st != PS_SUCCESS) return layer_status(layer, "ps_plan_create", st);
+        ps_plan_destroy(p);
+    }
+    for (int i = 0; i < n; i++) {
+        ps_plan *p = NULL;
+        double t0 = cli_now_ms();
+        ps_status st = ps_plan_create(ctx, desc, &po, &p);
+        warm[i] = cli_now_ms() - t0;
+        if (st != PS_SUCCESS) {
+            ps_plan_destroy(*plan);
+            *plan = NULL;
+            return layer_status(layer, "ps_plan_create (cached)", st);
+        }
+        ps_plan_destroy(*plan);
+        *plan = p;
+    }
+    row->plan_ms = cli_median(cold, n);
+    row->plan_warm_ms = cli_median(warm, n);
+    return CLI_OK;
+}
+
+/* Times every ranked variant; fills best/worst/chosen_rank/n_variants and
+ * writes the --dist rows. */
+static int time_variants(ps_context *ctx, const bench_opts *bo, const ps_desc *desc, const operands *o,
+                         bench_row *row, int layer_no, int n_layers)
+{
+    ps_plan_options po;
+    ps_plan_options_init(&po);
+    po.ranker = PS_RANKER_COST;
+    ps_cost_report *rep = NULL;
+    ps_status st = ps_cost_query(ctx, desc, &po, &rep);
+    if (st != PS_SUCCESS) return layer_status(row->name, "ps_cost_query", st);
+    int n = ps_cost_report_size(rep), rc = CLI_OK, n_timed = 0;
+    double *ms = malloc((size_t)(n ? n : 1) * sizeof *ms);
+    double *samples = malloc((size_t)bo->variant_reps * sizeof *samples);
+    if (!ms || !samples) {
+        rc = layer_oom(row->name);
+        goto done;
+    }
+    double chosen_ms = NAN, best = INFINITY, worst = -INFINITY;
+    int chosen_idx = -1;
+    for (int i = 0; i < n; i++) {
+        ms[i] = NAN;
+        ps_variant_cost v;
+        if ((st = ps_cost_report_get(rep, i, &v)) != PS_SUCCESS) {
+            rc = layer_status(row->name, "ps_cost_report_get", st);
+            break;
+        }
+        progress(bo, "[%d/%d] %s: variant %d/%d  %s", layer_no, n_layers, row->name, i + 1, n, v.schedule);
+        ps_schedule *sched = NULL;
+        if ((st = ps_schedule_parse(desc->kind, v.schedule, &sched)) != PS_SUCCESS) {
+            rc = layer_status(row->name, "ps_schedule_parse (ranked variant)", st);
+            continue;
+        }
+        runner r;
+        int vrc = runner_for_schedule(&r, ctx, desc, sched, o, row->name);
+        ps_schedule_destroy(sched);
+        char what[48];
+        snprintf(what, sizeof what, "variant %d", v.rank);
+        if (vrc == CLI_OK) vrc = verify(bo, &r, o, what, &row->err);
+        if (vrc == CLI_OK) {
+            timed t = {run_polysci, &r, 0, samples};
+            if (time_alternating(&t, 1, bo->variant_reps, bo->threads, bo->min_trial_ms)) vrc = CLI_FAIL;
+            else ms[i] = cli_median(samples, bo->variant_reps);
+        }
+        runner_release(&r);
+        if (vrc != CLI_OK) {
+            rc = CLI_FAIL;
+            continue;
+        }
+        n_timed++;
+        if (ms[i] < best) best = ms[i];
+        if (ms[i] > worst) worst = ms[i];
+        if (chosen_idx < 0 && !strcmp(v.schedule, row->schedule)) {
+            chosen_idx = i;
+            chosen_ms = ms[i];
+        }
+        if (bo->dist) {
+            fprintf(bo->dist, "%s,%d,\"%s\",%.4f,%.2f\n", row->name, v.rank, v.schedule, ms[i],
+                    row->flops / (ms[i] * 1e6));
+            fflush(bo->dist);
+        }
+    }
+    progress_done(bo);
+    if (n_timed > 0) {
+        /* The chosen schedule's time from the same series when it is a ranked
+         * variant (the cost ranker's choice is), else the alternating-trials time. */
+        if (isnan(chosen_ms)) chosen_ms = row->ps_ms;
+        int faster = 0;
+        for (int i = 0; i < n; i++)
+            if (i != chosen_idx && !isnan(ms[i]) && ms[i] < chosen_ms) faster++;
+        row->best_ms = best;
+        row->worst_ms = worst;
+        row->chosen_rank = faster + 1;
+        row->n_variants = n_timed;
+    }
+done:
+    free(ms);
+    free(samples);
+    ps_cost_report_destroy(rep);
+    return rc;
+}
+
+static int bench_layer(ps_context *ctx, const bench_opts *bo, const cli_layer *layer, int layer_no,
+                       int n_layers, bench_row *row)
+{
+    const ps_desc *desc = &layer->desc;
+    const char *name = layer->name;
+    memset(row, 0, sizeof *row);
+    snprintf(row->name, sizeof row->name, "%s", name);
+    cli_shape_short(desc, row->shape, sizeof row->shape);
+    row->batch = desc->kind == PS_OP_CONV_FWD ? desc->u.conv.N : 0;
+    row->threads = bo->threads;
+    row->flops = ps_desc_flops(desc);
+    row->err = NAN;
+    row->ps_ms = row->dn_ms = row->plan_ms = row->plan_warm_ms = row->default_ms = NAN;
+    row->best_ms = row->worst_ms = NAN;
+    snprintf(row->schedule, sizeof row->schedule, "-");
+
+    ps_status st = ps_desc_validate(desc);
+    if (st != PS_SUCCESS) return layer_status(name, "ps_desc_validate", st);
+
+    operands o;
+    memset(&o, 0, sizeof o);
+    runner chosen, deflt;
+    memset(&chosen, 0, sizeof chosen);
+    memset(&deflt, 0, sizeof deflt);
+    ps_schedule *dsched = NULL;
+    ps_plan *plan = NULL;
+    double *samples = NULL;
+    float *dn_out = NULL;
+    int n_timed = 2;
+    timed ts[3];
+    memset(ts, 0, sizeof ts);
+#ifdef POLYSCI_CLI_HAVE_ONEDNN
+    onednn_conv *dn = NULL;
+    dn_gemm dg;
+    memset(&dg, 0, sizeof dg);
+#endif
+    int rc = CLI_FAIL;
+    uint64_t seed = bo->seed + 1000u * (uint64_t)layer_no;
+
+    /* Operands and the reference output. */
+    progress(bo, "[%d/%d] %s: reference", layer_no, n_layers, name);
+    if (desc->kind == PS_OP_CONV_FWD) {
+        const ps_conv_desc *d = &desc->u.conv;
+        int64_t OH, OW;
+        ref_conv_out_size(d, &OH, &OW);
+        size_t n_src, n_wei;
+        int64_t fs[4] = {d->N, d->C, d->H, d->W}, fw[4] = {d->K, d->C, d->R, d->S}, fd[4] = {d->N, d->K, OH, OW};
+        if (!cli_mul_size(&n_src, fs, 4) || !cli_mul_size(&n_wei, fw, 4) || !cli_mul_size(&o.n_out, fd, 4)) {
+            fprintf(stderr, "polysci bench: %s: tensor sizes overflow\n", name);
+            goto out;
+        }
+        o.src = cli_alloc(n_src * sizeof(float));
+        o.wei = cli_alloc(n_wei * sizeof(float));
+        o.out = cli_alloc(o.n_out * sizeof(float));
+        o.ref = malloc(o.n_out * sizeof(double));
+        if (!o.src || !o.wei || !o.out || !o.ref) {
+            layer_oom(name);
+            goto out;
+        }
+        cli_fill_random(o.src, n_src, seed + 1);
+        cli_fill_random(o.wei, n_wei, seed + 2);
+    } else {
+        const ps_gemm_desc *g = &desc->u.gemm;
+        size_t n_a, n_b;
+        int64_t fa[2] = {g->M, g->K}, fb[2] = {g->K, g->N}, fc[2] = {g->M, g->N};
+        if (!cli_mul_size(&n_a, fa, 2) || !cli_mul_size(&n_b, fb, 2) || !cli_mul_size(&o.n_out, fc, 2)) {
+            fprintf(stderr, "polysci bench: %s: matrix sizes overflow\n", name);
+            goto out;
+        }
+        o.a = cli_alloc(n_a * sizeof(float));
+        o.b = cli_alloc(n_b * sizeof(float));
+        o.out = cli_alloc(o.n_out * sizeof(float));
+        o.ref = malloc(o.n_out * sizeof(double));
+        if (!o.a || !o.b || !o.out || !o.ref) {
+            layer_oom(name);
+            goto out;
+        }
+        cli_fill_random(o.a, n_a, seed + 11);
+        cli_fill_random(o.b, n_b, seed + 12);
+    }
+    if (bo->vs_onednn) {
+#ifdef POLYSCI_CLI_HAVE_ONEDNN
+        if (!(dn_out = cli_alloc(o.n_out * sizeof(float)))) {
+            layer_oom(name);
+            goto out;
+        }
+        omp_set_num_threads(bo->threads); /* before creation: oneDNN blocks for it */
+        if (desc->kind == PS_OP_CONV_FWD) {
+            onednn_conv_params p;
+            onednn_params_from_ps(desc, &p);
+            if (onednn_conv_create(&p, (onednn_conv_mode)bo->onednn_mode, &dn) ||
+                onednn_conv_set_src(dn, o.src) || onednn_conv_set_weights(dn, o.wei) ||
+                onednn_conv_execute(dn) || onednn_conv_get_dst(dn, dn_out)) {
+                fprintf(stderr, "polysci bench: %s: oneDNN conv failed: %s\n", name, onednn_last_error());
+                goto out;
+            }
+        } else {
+            const ps_gemm_desc *g = &desc->u.gemm;
+            dg = (dn_gemm){g->M, g->N, g->K, o.a, o.b, dn_out};
+            if (run_onednn_gemm(&dg)) goto out;
+        }
+        for (size_t i = 0; i < o.n_out; i++) o.ref[i] = (double)dn_out[i];
+#endif
+    } else if (desc->kind == PS_OP_CONV_FWD) {
+        if (ref_conv_fwd(&desc->u.conv, o.src, o.wei, NULL, o.ref)) {
+            layer_oom(name);
+            goto out;
+        }
+    } else {
+        float *c0 = calloc(o.n_out, sizeof(float)); /* beta = 0: not read */
+        int r = c0 ? ref_gemm(&desc->u.gemm, o.a, o.b, c0, o.ref) : -1;
+        free(c0);
+        if (r) {
+            layer_oom(name);
+            goto out;
+        }
+    }
+
+    /* polysci: planning times, the chosen plan, the default schedule. */
+    progress(bo, "[%d/%d] %s: planning", layer_no, n_layers, name);
+    if (time_planning(ctx, bo, desc, name, row, &plan)) goto out;
+    cli_plan_schedule_text(plan, row->schedule, sizeof row->schedule);
+    int setup = runner_setup(&chosen, plan, &o, name); /* takes the plan */
+    plan = NULL;
+    if (setup) goto out;
+    if ((st = ps_schedule_default(desc, &dsched)) != PS_SUCCESS) {
+        layer_status(name, "ps_schedule_default", st);
+        goto out;
+    }
+    if (runner_for_schedule(&deflt, ctx, desc, dsched, &o, name)) goto out;
+    if (verify(bo, &chosen, &o, "the chosen plan", &row->err) |
+        verify(bo, &deflt, &o, "the default schedule", &row->err))
+        goto out;
+
+    /* Alternating trials. */
+    progress(bo, "[%d/%d] %s: timing", layer_no, n_layers, name);
+    if (!(samples = malloc(3 * (size_t)bo->reps * sizeof *samples))) {
+        layer_oom(name);
+        goto out;
+    }
+    ts[0] = (timed){run_polysci, &chosen, 0, samples};
+    ts[1] = (timed){run_polysci, &deflt, 0, samples + bo->reps};
+    ts[2] = (timed){NULL, NULL, 0, samples + 2 * (size_t)bo->reps};
+#ifdef POLYSCI_CLI_HAVE_ONEDNN
+    if (bo->vs_onednn) {
+        ts[2].run = desc->kind == PS_OP_CONV_FWD ? run_onednn_conv : run_onednn_gemm;
+        ts[2].arg = desc->kind == PS_OP_CONV_FWD ? (void *)dn : (void *)&dg;
+        n_timed = 3;
+    }
+#endif
+    if (time_alternating(ts, n_timed, bo->reps, bo->threads, bo->min_trial_ms)) goto out;
+    row->ps_ms = cli_median(ts[0].samples, bo->reps);
+    row->default_ms = cli_median(ts[1].samples, bo->reps);
+    if (n_timed == 3) row->dn_ms = cli_median(ts[2].samples, bo->reps);
+    progress_done(bo);
+
+    rc = CLI_OK;
+    if (bo->exhaustive) {
+        /* The plans above are no longer needed: free their memory first. */
+        runner_release(&chosen);
+        runner_release(&deflt);
+        rc = time_variants(ctx, bo, desc, &o, row, layer_no, n_layers);
+    }
+    row->ok = rc == CLI_OK;
+out:
+    progress_done(bo);
+    runner_release(&chosen);
+    runner_release(&deflt);
+    ps_schedule_destroy(dsched);
+    ps_plan_destroy(plan);
+#ifdef POLYSCI_CLI_HAVE_ONEDNN
+    onednn_conv_destroy(dn);
+#endif
+    free(dn_out);
+    free(samples);
+    free_operands(&o);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- output */
+
+static void csv_num(FILE *f, double v, const char *fmt)
+{
+    fputc(',', f);
+    if (!isnan(v) && isfinite(v)) fprintf(f, fmt, v);
+}
+
+static double gflops(double flops, double ms) { return ms > 0.0 ? flops / (ms * 1e6) : NAN; }
+static double ratio(double num, double den) { return num > 0.0 && den > 0.0 ? num / den : NAN; }
+
+static void csv_row(FILE *f, const bench_row *r)
+{
+    fprintf(f, "%s,", r->name);
+    if (r->batch > 0) fprintf(f, "%" PRId64, r->batch);
+    fprintf(f, ",%d", r->threads);
+    csv_num(f, r->ps_ms, "%.4f");
+    csv_num(f, r->dn_ms, "%.4f");
+    csv_num(f, ratio(r->dn_ms, r->ps_ms), "%.4f");
+    csv_num(f, gflops(r->flops, r->ps_ms), "%.2f");
+    csv_num(f, gflops(r->flops, r->dn_ms), "%.2f");
+    csv_num(f, r->plan_ms, "%.3f");
+    csv_num(f, r->plan_warm_ms, "%.4f");
+    csv_num(f, r->default_ms, "%.4f");
+    csv_num(f, r->best_ms, "%.4f");
+    csv_num(f, r->worst_ms, "%.4f");
+    fputc(',', f);
+    if (r->chosen_rank > 0) fprintf(f, "%d", r->chosen_rank);
+    fputc(',', f);
+    if (r->n_variants > 0) fprintf(f, "%d", r->n_variants);
+    fputc('\n', f);
+    fflush(f);
+}
+
+static void cell(char *buf, size_t len, double v, const char *fmt)
+{
+    if (isnan(v) || !isfinite(v)) snprintf(buf, len, "-");
+    else snprintf(buf, len, fmt, v);
+}
+
+static void table_header(const bench_opts *bo, int nw, int sw)
+{
+    printf("%-*s %-*s %10s", nw, "layer", sw, "shape", "polysci_ms");
+    if (bo->vs_onednn) printf(" %10s %7s", "onednn_ms", "ratio");
+    printf(" %8s", "GFLOP/s");
+    if (bo->vs_onednn) printf(" %8s", "dn_GF/s");
+    printf(" %10s %7s %9s %9s", "default_ms", "vs_def", "plan_ms", "warm_ms");
+    if (bo->exhaustive) printf(" %10s %10s %9s", "best_ms", "worst_ms", "rank");
+    printf("  %s\n", "schedule");
+}
+
+static void table_row(const bench_opts *bo, const bench_row *r, int nw, int sw)
+{
+    char c[12][32];
+    cell(c[0], 32, r->ps_ms, "%.4f");
+    cell(c[1], 32, r->dn_ms, "%.4f");
+    cell(c[2], 32, ratio(r->dn_ms, r->ps_ms), "%.3f");
+    cell(c[3], 32, gflops(r->flops, r->ps_ms), "%.1f");
+    cell(c[4], 32, gflops(r->flops, r->dn_ms), "%.1f");
+    cell(c[5], 32, r->default_ms, "%.4f");
+    cell(c[6], 32, ratio(r->default_ms, r->ps_ms), "%.3f");
+    cell(c[7], 32, r->plan_ms, "%.2f");
+    cell(c[8], 32, r->plan_warm_ms, "%.3f");
+    cell(c[9], 32, r->best_ms, "%.4f");
+    cell(c[10], 32, r->worst_ms, "%.4f");
+    if (r->n_variants > 0) snprintf(c[11], 32, "%d/%d", r->chosen_rank, r->n_variants);
+    else snprintf(c[11], 32, "-");
+    printf("%-*s %-*s %10s", nw, r->name, sw, r->shape, c[0]);
+    if (bo->vs_onednn) printf(" %10s %7s", c[1], c[2]);
+    printf(" %8s", c[3]);
+    if (bo->vs_onednn) printf(" %8s", c[4]);
+    printf(" %10s %7s %9s %9s", c[5], c[6], c[7], c[8]);
+    if (bo->exhaustive) printf(" %10s %10s %9s", c[9], c[10], c[11]);
+    printf("  %s%s\n", r->schedule, r->ok ? "" : "  FAIL");
+    fflush(stdout);
+}
+
+/* Geometric mean of num/den over the rows where both were measured. */
+static double geomean(const bench_row *rows, int n, size_t num_off, size_t den_off, int *count)
+{
+    double s = 0.0;
+    int c = 0;
+    for (int i = 0; i < n; i++) {
+        const char *base = (const char *)&rows[i];
+        double v = ratio(*(const double *)(base + num_off), *(const double *)(base + den_off));
+        if (!isnan(v)) {
+            s += log(v);
+            c++;
+        }
+    }
+    *count = c;
+    return c ? exp(s / c) : NAN;
+}
+
+/* ---------------------------------------------------------------- command */
+
+static FILE *open_out(const char *path, const char *header)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "polysci bench: cannot write '%s': %s\n", path, strerror(errno));
+        return NULL;
+    }
+    fprintf(f, "%s\n", header);
+    fflush(f);
+    return f;
+}
+
+static void close_out(FILE *f)
+{
+    if (f && f != stdout) fclose(f);
+}
+
+static int bench_op(ps_op_kind kind, int argc, char **argv)
+{
+    const char *cmd = kind == PS_OP_CONV_FWD ? "bench conv" : "bench gemm";
+    const char *layers_arg = NULL, *vs = NULL, *ranker_arg = "default", *csv = NULL, *dist = NULL;
+    const char *only = NULL, *mode_arg = "any";
+    int64_t batch = 2, threads = 0, reps = 11, variant_reps = 3, plan_reps = 3, seed = 1;
+    double min_ms = 20.0, tol = 1e-4;
+    int exhaustive = 0;
+    cli_opt opts[] = {
+        {"layers", CLI_OPT_STRING, &layers_arg, 0, 0,
+         kind == PS_OP_CONV_FWD ? "FILE  layers file or name in shared/layers/ (default resnet50)"
+                                : "FILE  layers file or name in shared/layers/ (default gemm)", 0},
+        {"threads", CLI_OPT_INT, &threads, 0, 4096, "T  threads for every implementation (default: OpenMP's)", 0},
+        {"vs", CLI_OPT_STRING, &vs, 0, 0, "LIB  also time and verify against LIB: onednn", 0},
+        {"ranker", CLI_OPT_STRING, &ranker_arg, 0, 0, "NAME  planner's ranker: default, cost, dnn or none", 0},
+        {"exhaustive", CLI_OPT_FLAG, &exhaustive, 0, 0,
+         "also time every ranked variant (best_ms, worst_ms, chosen_rank)", 0},
+        {"dist", CLI_OPT_STRING, &dist, 0, 0,
+         "FILE  with --exhaustive: one CSV row per (layer, variant) for plots", 0},
+        {"reps", CLI_OPT_INT, &reps, 1, 100000, "R  alternating trials per implementation, median (default 11)", 0},
+        {"variant-reps", CLI_OPT_INT, &variant_reps, 1, 100000,
+         "R  trials per variant with --exhaustive, median (default 3)", 0},
+        {"min-trial-ms", CLI_OPT_FLOAT, &min_ms, 0, 0, "MS  each trial loops until it lasts >= MS (default 20)", 0},
+        {"plan-reps", CLI_OPT_INT, &plan_reps, 1, 64, "R  cold and cached plan creations timed, median (default 3)", 0},
+        {"csv", CLI_OPT_STRING, &csv, 0, 0, "FILE  write the per-layer CSV there ('-': stdout)", 0},
+        {"only", CLI_OPT_STRING, &only, 0, 0, "TEXT  only layers whose name contains TEXT", 0},
+        {"tol", CLI_OPT_FLOAT, &tol, 0, 0, "X  max error relative to max|reference| (default 1e-4)", 0},
+        {"seed", CLI_OPT_INT, &seed, 0, INT64_MAX, "S  seed of the random operands (default 1)", 0},
+        {"onednn-mode", CLI_OPT_STRING, &mode_arg, 0, 0,
+         "M  oneDNN conv layouts: any (its blocked choice, default) or nhwc", 0},
+        {"N", CLI_OPT_INT, &batch, 1, INT32_MAX, "N  batch size of the conv layers (default 2)", 0},
+    };
+    size_t n_opts = CLI_ARRAY_LEN(opts) - (kind == PS_OP_CONV_FWD ? 0 : 2); /* gemm: no --onednn-mode, --N */
+    int rc = cli_parse(cmd, argc, argv, opts, n_opts);
+    if (rc < 0) {
+        printf("usage: polysci %s --layers FILE [--threads T] [--vs onednn] [--exhaustive [--dist FILE]]\n"
+               "       %*s [--ranker NAME] [--reps R] [--csv FILE] [options]\n"
+               "Per layer, in one process: plans it (cold and cached creation times), checks the\n"
+               "chosen plan and the default schedule (ps_schedule_default, the paper's\n"
+               "'Microkernel' baseline) against %s,\n"
+               "then times them (and oneDNN with --vs onednn; its weight reorders are untimed) in\n"
+               "alternating trials, rotating the order; each trial loops until it lasts\n"
+               ">= --min-trial-ms; medians are reported. GFLOP/s are nominal:\n  %s.\n%s"
+               "Prints a table and geomeans; --csv writes\n  %s\n"
+               "(ratio = onednn_ms / polysci_ms; unmeasured fields are empty).\n\noptions:\n",
+               cmd, (int)strlen(cmd), "",
+               "oneDNN's output (--vs onednn)\nor a double-precision reference",
+               kind == PS_OP_CONV_FWD ? "2*N*K*C*OH*OW*R*S (NHWC activations, KCRS weights)"
+                                      : "2*M*N*K (row-major C = A*B, as dnnl_sgemm)",
+               kind == PS_OP_CONV_FWD ? "" : "Layers file lines: 'name M N K'.\n", CSV_HEADER);
+        cli_print_options(stdout, opts, n_opts);
+        return CLI_OK;
+    }
+    if (rc) return rc;
+    int ranker = cli_choice(cmd, "ranker", ranker_arg, cli_ranker_names, 4);
+    if (ranker < 0) return CLI_USAGE;
+    static const char *const vs_names[] = {"onednn"};
+    if (vs && cli_choice(cmd, "vs", vs, vs_names, 1) < 0) return CLI_USAGE;
+    static const char *const mode_names[] = {"any", "nhwc"}; /* onednn_conv_mode order */
+    int mode = cli_choice(cmd, "onednn-mode", mode_arg, mode_names, 2);
+    if (mode < 0) return CLI_USAGE;
+#ifndef POLYSCI_CLI_HAVE_ONEDNN
+    if (vs) {
+        fprintf(stderr, "polysci %s: --vs onednn: this polysci was built without oneDNN (libdnnl-dev)\n", cmd);
+        return CLI_USAGE;
+    }
+#endif
+    if (dist && !exhaustive) {
+        fprintf(stderr, "polysci %s: --dist needs --exhaustive\n", cmd);
+        return CLI_USAGE;
+    }
+    if (min_ms < 0.0 || tol < 0.0) {
+        fprintf(stderr, "polysci %s: --min-trial-ms and --tol must be >= 0\n", cmd);
+        return CLI_USAGE;
+    }
+
+    char path[4096];
+    if (cli_resolve_layers(cmd, layers_arg, kind == PS_OP_CONV_FWD ? "resnet50.txt" : "gemm.txt", path,
+                           sizeof path))
+        return CLI_FAIL;
+    cli_layer *layers = NULL;
+    int n_layers = 0;
+    if (cli_read_layers(cmd, path, batch, PS_LAYOUT_NHWC, 0u, &layers, &n_layers)) return CLI_FAIL;
+    int n_sel = 0;
+    for (int i = 0; i < n_layers; i++) {
+        if (layers[i].desc.kind != kind) {
+            fprintf(stderr, "polysci %s: %s: layer '%s' is a %s; use 'polysci bench %s'\n", cmd, path,
+                    layers[i].name, layers[i].desc.kind == PS_OP_GEMM ? "GEMM" : "convolution",
+                    layers[i].desc.kind == PS_OP_GEMM ? "gemm" : "conv");
+            free(layers);
+            return CLI_USAGE;
+        }
+        if (kind == PS_OP_GEMM) layers[i].desc.u.gemm.order = PS_ROW_MAJOR; /* as dnnl_sgemm */
+        if (!only || strstr(layers[i].name, only)) layers[n_sel++] = layers[i];
+    }
+    if (n_sel == 0) {
+        fprintf(stderr, "polysci %s: no layer of %s matches --only '%s'\n", cmd, path, only);
+        free(layers);
+        return CLI_USAGE;
+    }
+
+    ps_context *ctx = NULL;
+    if (cli_context_create((int)threads, &ctx) != CLI_OK) {
+        free(layers);
+        return CLI_FAIL;
+    }
+    bench_opts bo = {.kind = kind, .threads = ps_context_num_threads(ctx), .ranker = (ps_ranker)ranker,
+                     .vs_onednn = vs != NULL, .onednn_mode = mode, .exhaustive = exhaustive, .reps = (int)reps,
+                     .variant_reps = (int)variant_reps, .plan_reps = (int)plan_reps, .min_trial_ms = min_ms,
+                     .tol = tol, .seed = (uint64_t)seed, .progress = cli_progress_enabled(), .dist = NULL};
+    FILE *csv_f = NULL;
+    bench_row *rows = calloc((size_t)n_sel, sizeof *rows);
+    rc = CLI_OK;
+    if (!rows) {
+        fprintf(stderr, "polysci %s: out of memory\n", cmd);
+        rc = CLI_FAIL;
+    } else if ((csv && !(csv_f = open_out(csv, CSV_HEADER))) || (dist && !(bo.dist = open_out(dist, DIST_HEADER)))) {
+        rc = CLI_FAIL;
+    }
+    if (rc) {
+        close_out(csv_f);
+        free(rows);
+        free(layers);
+        ps_context_destroy(ctx);
+        return rc;
+    }
+
+    printf("polysci %s %s: %s\n", ps_version(), cmd, path);
+    printf("%d layer%s%s, %d thread%s, ranker %s; %d alternating trials x >= %g ms, medians%s%s\n", n_sel,
+           n_sel == 1 ? "" : "s", kind == PS_OP_CONV_FWD ? ", NHWC/KCRS" : ", row-major", bo.threads,
+           bo.threads == 1 ? "" : "s", cli_ranker_names[ranker], bo.reps, min_ms, vs ? "; vs oneDNN" : "",
+           exhaustive ? "; every ranked variant timed too" : "");
+    if (kind == PS_OP_CONV_FWD) printf("conv batch N=%" PRId64 "\n", batch);
+#ifdef POLYSCI_CLI_HAVE_ONEDNN
+    if (vs) printf("oneDNN %s%s\n", onednn_version_string(),
+                   kind == PS_OP_CONV_FWD ? (mode ? ", plain nhwc src/dst" : ", `any` (blocked) layouts") : ", dnnl_sgemm");
+#endif
+    printf("ratio = onednn_ms / polysci_ms, vs_def = default_ms / polysci_ms (> 1: polysci's choice faster)%s\n\n",
+           exhaustive ? "; rank = place of the chosen schedule among all variants by time" : "");
+    int nw = 12, sw = 12;
+    for (int i = 0; i < n_sel; i++) {
+        char shp[96];
+        cli_shape_short(&layers[i].desc, shp, sizeof shp);
+        if ((int)strlen(layers[i].name) > nw) nw = (int)strlen(layers[i].name);
+        if ((int)strlen(shp) > sw) sw = (int)strlen(shp);
+    }
+    table_header(&bo, nw, sw);
+    fflush(stdout);
+
+    int n_fail = 0;
+    for (int i = 0; i < n_sel; i++) {
+        int lrc = bench_layer(ctx, &bo, &layers[i], i + 1, n_sel, &rows[i]);
+        if (lrc != CLI_OK) n_fail++;
+        table_row(&bo, &rows[i], nw, sw);
+        if (csv_f && !isnan(rows[i].ps_ms)) csv_row(csv_f, &rows[i]);
+    }
+
+    int c1, c2, c3;
+    double g_dn = geomean(rows, n_sel, offsetof(bench_row, dn_ms), offsetof(bench_row, ps_ms), &c1);
+    double g_def = geomean(rows, n_sel, offsetof(bench_row, default_ms), offsetof(bench_row, ps_ms), &c2);
+    double g_best = geomean(rows, n_sel, offsetof(bench_row, best_ms), offsetof(bench_row, ps_ms), &c3);
+    printf("\n");
+    if (c1) printf("geomean ratio onednn_ms/polysci_ms over %d layer%s: %.3f\n", c1, c1 == 1 ? "" : "s", g_dn);
+    if (c2) printf("geomean default_ms/polysci_ms (polysci's choice vs the default schedule) over %d layer%s: %.3f\n",
+                   c2, c2 == 1 ? "" : "s", g_def);
+    if (c3) {
+        int first = 0;
+        for (int i = 0; i < n_sel; i++) first += rows[i].n_variants > 0 && rows[i].chosen_rank == 1;
+        printf("geomean best_ms/polysci_ms (fraction of the fastest variant's speed) over %d layer%s: %.3f; "
+               "the chosen schedule was the fastest in %d\n", c3, c3 == 1 ? "" : "s", g_best, first);
+    }
+    if (n_fail) fprintf(stderr, "polysci %s: %d of %d layers FAILED (see above)\n", cmd, n_fail, n_sel);
+    close_out(csv_f);
+    close_out(bo.dist);
+    free(rows);
+    free(layers);
+    ps_context_destroy(ctx);
+    return n_fail ? CLI_FAIL : CLI_OK;
+}
+
+static void bench_usage(FILE *f)
+{
+    fprintf(f, "usage: polysci bench conv --layers FILE [options]   time conv layers\n"
+               "       polysci bench gemm --layers FILE [options]   time GEMMs\n"
+               "See 'polysci bench conv --help'.\n");
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    if (argc < 2) {
+        bench_usage(stderr);
+        return CLI_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        bench_usage(stdout);
+        return CLI_OK;
+    }
+    if (!strcmp(argv[1], "conv")) return bench_op(PS_OP_CONV_FWD, argc - 1, argv + 1);
+    if (!strcmp(argv[1], "gemm")) return bench_op(PS_OP_GEMM, argc - 1, argv + 1);
+    fprintf(stderr, "polysci bench: unknown operation '%s'\n", argv[1]);
+    bench_usage(stderr);
+    return CLI_USAGE;
+}

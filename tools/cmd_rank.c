@@ -1,0 +1,159 @@
+/* polysci CLI — `polysci rank conv|gemm`: the planner's ranked candidate
+ * schedules with their cost-model scores (ps_cost_query; nothing is run). */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rank_args {
+    int64_t threads, top;
+    int json;
+} rank_args;
+
+#define RANK_OPTS(r)                                                                                    \
+    {"threads", CLI_OPT_INT, &(r).threads, 0, 4096, "T  threads the schedules run on (default: OpenMP's)", 0}, \
+    {"top", CLI_OPT_INT, &(r).top, 0, 1000000, "K  list only the K best-ranked variants (default: all)", 0}, \
+    {"json", CLI_OPT_FLAG, &(r).json, 0, 0, "print one JSON object (ps_cost_report_to_json)", 0}
+
+static void bytes_text(char *buf, size_t len, double b)
+{
+    if (b <= 0.0) snprintf(buf, len, "0");
+    else if (b >= 1073741824.0) snprintf(buf, len, "%.1fG", b / 1073741824.0);
+    else if (b >= 1048576.0) snprintf(buf, len, "%.1fM", b / 1048576.0);
+    else if (b >= 1024.0) snprintf(buf, len, "%.1fK", b / 1024.0);
+    else snprintf(buf, len, "%.0f", b);
+}
+
+static int rank_report(const char *cmd, const ps_desc *desc, const rank_args *r, const char *shape)
+{
+    ps_context *ctx = NULL;
+    if (cli_context_create((int)r->threads, &ctx) != CLI_OK) return CLI_FAIL;
+    int threads = ps_context_num_threads(ctx);
+    ps_plan_options po;
+    ps_plan_options_init(&po);
+    po.num_threads = (int)r->threads;
+    po.ranker = PS_RANKER_COST;
+    ps_cost_report *rep = NULL;
+    ps_status st = ps_cost_query(ctx, desc, &po, &rep);
+    ps_context_destroy(ctx);
+    if (st != PS_SUCCESS) return cli_report_status("ps_cost_query", st);
+    int n = ps_cost_report_size(rep);
+    int shown = r->top > 0 && r->top < n ? (int)r->top : n;
+    int rc = CLI_OK;
+    if (r->json) {
+        size_t need = 0;
+        char *buf = NULL;
+        st = ps_cost_report_to_json(rep, shown, NULL, 0, &need);
+        if (st != PS_SUCCESS && st != PS_ERR_BUFFER_TOO_SMALL) {
+            rc = cli_report_status("ps_cost_report_to_json", st);
+        } else if (!(buf = malloc(need + 1))) {
+            fprintf(stderr, "polysci %s: out of memory\n", cmd);
+            rc = CLI_FAIL;
+        } else if ((st = ps_cost_report_to_json(rep, shown, buf, need + 1, NULL)) != PS_SUCCESS) {
+            rc = cli_report_status("ps_cost_report_to_json", st);
+        } else {
+            printf("%s\n", buf);
+        }
+        free(buf);
+    } else {
+        printf("polysci %s: %s\n", cmd, shape);
+        printf("%d variants ranked by the cost model (Eq. 1 over Alg. 2 working sets) for %d thread%s; "
+               "rank 1 is the planner's choice\n\n",
+               n, threads, threads == 1 ? "" : "s");
+        printf("%5s %12s %9s %9s %9s %9s  %s\n", "rank", "cost", "ws_L1", "ws_L2", "ws_L3", "ws_mem", "schedule");
+        for (int i = 0; i < shown; i++) {
+            ps_variant_cost v;
+            if ((st = ps_cost_report_get(rep, i, &v)) != PS_SUCCESS) {
+                rc = cli_report_status("ps_cost_report_get", st);
+                break;
+            }
+            char b[PS_COST_LEVELS][16];
+            for (int l = 0; l < PS_COST_LEVELS; l++) bytes_text(b[l], sizeof b[l], v.ws_bytes[l]);
+            printf("%5d %12.6g %9s %9s %9s %9s  %s\n", v.rank, v.cost, b[0], b[1], b[2], b[3], v.schedule);
+        }
+        if (shown < n) printf("... %d more (--top 0 lists all)\n", n - shown);
+        printf("\nws_*: bytes of working sets served by each level (Alg. 2); cost: lower is better.\n");
+    }
+    ps_cost_report_destroy(rep);
+    return rc;
+}
+
+static int rank_conv(int argc, char **argv)
+{
+    const char *cmd = "rank conv";
+    cli_conv_shape s;
+    cli_conv_shape_defaults(&s);
+    rank_args r = {0, 0, 0};
+    cli_opt opts[] = {
+        CLI_CONV_SHAPE_OPTS(s),
+        RANK_OPTS(r),
+    };
+    size_t n_opts = CLI_ARRAY_LEN(opts);
+    int rc = cli_parse(cmd, argc, argv, opts, n_opts);
+    if (rc < 0) {
+        printf("usage: polysci rank conv --H H --W W --C C --K K [shape options] [--threads T] [--top K] [--json]\n"
+               "Lists the planner's candidate schedules for this convolution in rank order with\n"
+               "their cost (PolyScientist Eq. 1) and working-set bytes per cache level. Nothing\n"
+               "is executed.\n\noptions:\n");
+        cli_print_options(stdout, opts, n_opts);
+        return CLI_OK;
+    }
+    if (rc) return rc;
+    ps_desc desc;
+    if ((rc = cli_conv_shape_desc(cmd, &s, opts, n_opts, &desc))) return rc;
+    char shape[512];
+    cli_conv_shape_text(&desc, shape, sizeof shape);
+    return rank_report(cmd, &desc, &r, shape);
+}
+
+static int rank_gemm(int argc, char **argv)
+{
+    const char *cmd = "rank gemm";
+    cli_gemm_shape s;
+    cli_gemm_shape_defaults(&s);
+    rank_args r = {0, 0, 0};
+    cli_opt opts[] = {
+        CLI_GEMM_SHAPE_OPTS(s),
+        RANK_OPTS(r),
+    };
+    size_t n_opts = CLI_ARRAY_LEN(opts);
+    int rc = cli_parse(cmd, argc, argv, opts, n_opts);
+    if (rc < 0) {
+        printf("usage: polysci rank gemm --M M --N N --K K [gemm options] [--threads T] [--top K] [--json]\n"
+               "Lists the planner's candidate schedules for this GEMM in rank order with their\n"
+               "cost (PolyScientist Eq. 1) and working-set bytes per cache level. Nothing is\n"
+               "executed.\n\noptions:\n");
+        cli_print_options(stdout, opts, n_opts);
+        return CLI_OK;
+    }
+    if (rc) return rc;
+    ps_desc desc;
+    if ((rc = cli_gemm_shape_desc(cmd, &s, opts, n_opts, &desc))) return rc;
+    char shape[512];
+    cli_gemm_shape_text(&desc, shape, sizeof shape);
+    return rank_report(cmd, &desc, &r, shape);
+}
+
+static void rank_usage(FILE *f)
+{
+    fprintf(f, "usage: polysci rank conv [options]   ranked candidate schedules of a convolution\n"
+               "       polysci rank gemm [options]   ranked candidate schedules of a GEMM\n"
+               "See 'polysci rank conv --help' and 'polysci rank gemm --help'.\n");
+}
+
+int cmd_rank(int argc, char **argv)
+{
+    if (argc < 2) {
+        rank_usage(stderr);
+        return CLI_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        rank_usage(stdout);
+        return CLI_OK;
+    }
+    if (!strcmp(argv[1], "conv")) return rank_conv(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "gemm")) return rank_gemm(argc - 1, argv + 1);
+    fprintf(stderr, "polysci rank: unknown operation '%s'\n", argv[1]);
+    rank_usage(stderr);
+    return CLI_USAGE;
+}
