@@ -506,7 +506,7 @@ static void test_plan(ps_context *ctx)
     {
         /* ranker, top_k, flags */
         static const struct { int ranker, top_k; unsigned flags; } bad[] = {
-            {PS_RANKER_NONE + 1, 0, 0}, {-1, 0, 0}, {100, 0, 0}, {0, -1, 0}, {0, INT32_MIN, 0},
+            {PS_RANKER_VOLUME + 1, 0, 0}, {-1, 0, 0}, {100, 0, 0}, {0, -1, 0}, {0, INT32_MIN, 0},
             {0, 0, PS_PLAN_NO_CACHE << 1}, {0, 0, 0x80000000u}};
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             ps_plan_options o = opts;

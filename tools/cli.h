@@ -27,7 +27,7 @@ int cmd_rank(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 
 /* Names of the ps_ranker values, in enum order ("default", "cost", "dnn", "none"). */
-extern const char *const cli_ranker_names[4];
+extern const char *const cli_ranker_names[5];
 
 /* ---- strict option parsing (cli_args.c) ---- */
 typedef enum cli_opt_type {

@@ -693,7 +693,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
                                 : "FILE  layers file or name in shared/layers/ (default gemm)", 0},
         {"threads", CLI_OPT_INT, &threads, 0, 4096, "T  threads for every implementation (default: OpenMP's)", 0},
         {"vs", CLI_OPT_STRING, &vs, 0, 0, "LIB  also time and verify against LIB: onednn", 0},
-        {"ranker", CLI_OPT_STRING, &ranker_arg, 0, 0, "NAME  planner's ranker: default, cost, dnn or none", 0},
+        {"ranker", CLI_OPT_STRING, &ranker_arg, 0, 0, "NAME  planner's ranker: default, cost, volume, dnn or none", 0},
         {"exhaustive", CLI_OPT_FLAG, &exhaustive, 0, 0,
          "also time every ranked variant (best_ms, worst_ms, chosen_rank)", 0},
         {"dist", CLI_OPT_STRING, &dist, 0, 0,
@@ -733,7 +733,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         return CLI_OK;
     }
     if (rc) return rc;
-    int ranker = cli_choice(cmd, "ranker", ranker_arg, cli_ranker_names, 4);
+    int ranker = cli_choice(cmd, "ranker", ranker_arg, cli_ranker_names, 5);
     if (ranker < 0) return CLI_USAGE;
     static const char *const vs_names[] = {"onednn"};
     if (vs && cli_choice(cmd, "vs", vs, vs_names, 1) < 0) return CLI_USAGE;

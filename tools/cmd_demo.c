@@ -32,7 +32,7 @@ int cmd_demo(int argc, char **argv)
         {"layers", CLI_OPT_STRING, &layers_arg, 0, 0, "FILE  layers file or name in shared/layers/", 0},
         {"N", CLI_OPT_INT, &batch, 1, INT32_MAX, "N  batch size of the conv layers (default 2)", 0},
         {"threads", CLI_OPT_INT, &threads, 0, 4096, "T  threads (default: OpenMP's)", 0},
-        {"ranker", CLI_OPT_STRING, &ranker_arg, 0, 0, "NAME  planner's ranker: default, cost, dnn or none", 0},
+        {"ranker", CLI_OPT_STRING, &ranker_arg, 0, 0, "NAME  planner's ranker: default, cost, volume, dnn or none", 0},
         {"top-k", CLI_OPT_INT, &top_k, 0, 1000000, "K  time the K best-ranked schedules, keep the fastest", 0},
         {"reps", CLI_OPT_INT, &reps, 1, 1000000, "R  timed executions per layer, median (default 5)", 0},
         {"layout", CLI_OPT_STRING, &layout, 0, 0, "L  activation layout: nhwc (default) or nchw", 0},
@@ -51,7 +51,7 @@ int cmd_demo(int argc, char **argv)
     }
     if (rc) return rc;
     int li = cli_choice(cmd, "layout", layout, cli_layout_names, 2);
-    int ranker = cli_choice(cmd, "ranker", ranker_arg, cli_ranker_names, 4);
+    int ranker = cli_choice(cmd, "ranker", ranker_arg, cli_ranker_names, 5);
     if (li < 0 || ranker < 0) return CLI_USAGE;
     if (tol < 0.0) {
         fprintf(stderr, "polysci demo: invalid value for --tol: must be >= 0\n");

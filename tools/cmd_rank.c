@@ -32,7 +32,7 @@ static int rank_report(const char *cmd, const ps_desc *desc, const rank_args *r,
     ps_plan_options po;
     ps_plan_options_init(&po);
     po.num_threads = (int)r->threads;
-    po.ranker = PS_RANKER_COST;
+    po.ranker = PS_RANKER_DEFAULT; /* the planner's own ranking */
     ps_cost_report *rep = NULL;
     ps_status st = ps_cost_query(ctx, desc, &po, &rep);
     ps_context_destroy(ctx);

@@ -29,7 +29,7 @@ static void common_defaults(common_args *c)
     {"threads", CLI_OPT_INT, &(c).threads, 0, 4096, "T  threads (default: the context's, OpenMP's)", 0}, \
     {"schedule", CLI_OPT_STRING, &(c).schedule, 0, 0,                                                 \
      "TEXT  run exactly this schedule, e.g. \"64x28x64/4 : n* k:4* oh k ow c\"", 0},                  \
-    {"ranker", CLI_OPT_STRING, &(c).ranker, 0, 0, "NAME  planner's ranker: default, cost, dnn or none", 0}, \
+    {"ranker", CLI_OPT_STRING, &(c).ranker, 0, 0, "NAME  planner's ranker: default, cost, volume, dnn or none", 0}, \
     {"top-k", CLI_OPT_INT, &(c).top_k, 0, 1000000, "K  time the K best-ranked schedules, keep the fastest", 0}, \
     {"reps", CLI_OPT_INT, &(c).reps, 1, 1000000, "R  timed executions, median reported (default 5)", 0}, \
     {"tol", CLI_OPT_FLOAT, &(c).tol, 0, 0, "X  max error relative to max|reference| (default 1e-4)", 0}, \
@@ -45,7 +45,7 @@ static int run_and_report(const char *cmd, const ps_desc *desc, const common_arg
         fprintf(stderr, "polysci %s: invalid value for --tol: must be >= 0\n", cmd);
         return CLI_USAGE;
     }
-    int ranker = cli_choice(cmd, "ranker", c->ranker, cli_ranker_names, 4);
+    int ranker = cli_choice(cmd, "ranker", c->ranker, cli_ranker_names, 5);
     if (ranker < 0) return CLI_USAGE;
     ps_context *ctx = NULL;
     if (cli_context_create((int)c->threads, &ctx) != CLI_OK) return CLI_FAIL;

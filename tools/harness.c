@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cli_ranker_names[4] = {"default", "cost", "dnn", "none"};
+const char *const cli_ranker_names[5] = {"default", "cost", "dnn", "none", "volume"};
 
 static int fail_status(cli_result *res, const char *what, ps_status st)
 {

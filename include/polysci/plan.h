@@ -36,7 +36,9 @@ typedef enum ps_ranker {
     PS_RANKER_DEFAULT = 0, /* the ranker that measured best (see docs/performance.md) */
     PS_RANKER_COST = 1,    /* PolyScientist cost model: Alg. 2 + Eq. 1 over isl working sets */
     PS_RANKER_DNN = 2,     /* pairwise neural ranking with a tournament */
-    PS_RANKER_NONE = 3     /* no search: the fixed-order default schedule */
+    PS_RANKER_NONE = 3,    /* no search: the fixed-order default schedule */
+    PS_RANKER_VOLUME = 4   /* Eq. 1 over estimated data volumes per level instead of
+                              working-set sizes (see docs/cost-model.md) */
 } ps_ranker;
 
 /* ps_plan_options.flags */

@@ -1182,53 +1182,50 @@ done:
 
 /* ================================================================ driver */
 
+static int cmp_i64(const void *x, const void *y);
+
 void psa_fill_shared(const psa_model *m, psa_dep *dep)
 {
     /* Threads active at the source's band iteration (relative to their own
-     * share), and how many distinct slices of each array they work on. */
+     * share), and how many distinct slices of each array they work on: the
+     * number of distinct tuples of their band indices over the dimensions
+     * the array depends on. A tuple is encoded exactly in one integer (mixed
+     * radix of the band trip counts, whose product fits). */
+    for (int a = 0; a < PSA_NARR; a++) dep->mult[a] = 1;
     int64_t b0, e0;
     psa_thread_chunk(m, psa_rep_thread(m), &b0, &e0);
-    int64_t rel = band_index(m, dep->src) - b0;
-    int nt = m->nthreads;
-    int64_t *keys = malloc((size_t)nt * PSA_NARR * PS_SCHEDULE_MAX_LOOPS * sizeof *keys);
-    int64_t cnt[PSA_NARR] = {0, 0, 0};
-    if (!keys || m->nband == 0 || nt == 1) {
-        for (int a = 0; a < PSA_NARR; a++) dep->mult[a] = 1;
-    } else {
+    const int64_t rel = band_index(m, dep->src) - b0;
+    const int nt = m->nthreads;
+    int64_t *keys = m->nband > 0 && nt > 1 ? malloc((size_t)nt * (PSA_NARR + 1) * sizeof *keys) : NULL;
+    if (keys) {
         int nk = 0;
         for (int t = 0; t < nt; t++) {
             int64_t b, e, idx[PSA_MAX_LEVELS];
             psa_thread_chunk(m, t, &b, &e);
-            if (b + rel >= e) continue;
+            if (b + rel >= e) continue; /* this thread is done by then */
             psa_band_decode(m, b + rel, idx);
             psa_box bx;
             box_full(m, &bx);
             int ok = 1;
             for (int l = 0; l < m->nband && ok; l++) ok = level_apply(m, l, &bx, idx[l], idx[l]);
-            if (!ok) continue;
-            memcpy(&keys[(size_t)nk * PS_SCHEDULE_MAX_LOOPS], idx, (size_t)m->nband * sizeof *idx);
+            if (!ok) continue; /* an empty band iteration */
+            for (int a = 0; a < PSA_NARR; a++) {
+                int64_t key = 0;
+                for (int l = 0; l < m->nband; l++)
+                    key = key * m->band_trip[l] + (psa_array_uses_dim(a, m->lev[l].tile_dim) ? idx[l] : 0);
+                keys[(size_t)a * nt + nk] = key;
+            }
             nk++;
         }
-        for (int a = 0; a < PSA_NARR; a++) {
-            /* Distinct tuples of the band indices of dimensions a uses. */
-            int64_t distinct = 0;
-            for (int i = 0; i < nk; i++) {
-                int dup = 0;
-                for (int j = 0; j < i && !dup; j++) {
-                    int same = 1;
-                    for (int l = 0; l < m->nband && same; l++)
-                        if (psa_array_uses_dim(a, m->lev[l].tile_dim) &&
-                            keys[(size_t)i * PS_SCHEDULE_MAX_LOOPS + l] != keys[(size_t)j * PS_SCHEDULE_MAX_LOOPS + l])
-                            same = 0;
-                    dup = same;
-                }
-                if (!dup) distinct++;
-            }
-            cnt[a] = distinct > 0 ? distinct : 1;
-            dep->mult[a] = cnt[a];
+        for (int a = 0; a < PSA_NARR && nk > 0; a++) {
+            int64_t *k = keys + (size_t)a * nt;
+            qsort(k, (size_t)nk, sizeof *k, cmp_i64);
+            int64_t distinct = 1;
+            for (int i = 1; i < nk; i++) distinct += k[i] != k[i - 1];
+            dep->mult[a] = distinct;
         }
+        free(keys);
     }
-    free(keys);
     dep->ws_min_shared = dep->ws_max_shared = 0;
     for (int a = 0; a < PSA_NARR; a++) {
         dep->ws_min_shared += dep->mult[a] * dep->ws_min_arr[a];

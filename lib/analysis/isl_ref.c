@@ -194,26 +194,22 @@ ps_status psa_isl_build(isl_ctx *ctx, const psa_model *m, int thread, psa_isl_mo
 
 /* ---------------------------------------------------------------- count */
 
-static isl_stat one_var(__isl_take isl_constraint *c, void *user)
+/* The bounding box of a nonempty bounded set: lo[i] <= x_i <= hi[i]. */
+static int bounding_box(__isl_keep isl_set *set, int64_t *lo, int64_t *hi, int n)
 {
-    int *ok = user;
-    isl_size n = isl_constraint_dim(c, isl_dim_set);
-    int nz = 0;
     for (int i = 0; i < n; i++) {
-        isl_val *v = isl_constraint_get_coefficient_val(c, isl_dim_set, i);
-        if (!isl_val_is_zero(v)) nz++;
-        isl_val_free(v);
+        isl_val *a = isl_set_dim_min_val(isl_set_copy(set), i);
+        isl_val *b = isl_set_dim_max_val(isl_set_copy(set), i);
+        int ok = a && b && isl_val_is_int(a) && isl_val_is_int(b);
+        if (ok) {
+            lo[i] = isl_val_get_num_si(a);
+            hi[i] = isl_val_get_num_si(b);
+        }
+        isl_val_free(a);
+        isl_val_free(b);
+        if (!ok) return -1;
     }
-    if (nz > 1) *ok = 0;
-    isl_constraint_free(c);
-    return isl_stat_ok;
-}
-
-static isl_stat first_bset(__isl_take isl_basic_set *bs, void *user)
-{
-    isl_basic_set **out = user;
-    *out = bs;
-    return isl_stat_error; /* stop */
+    return 0;
 }
 
 int64_t psa_isl_count(__isl_keep isl_set *set)
@@ -222,35 +218,33 @@ int64_t psa_isl_count(__isl_keep isl_set *set)
     isl_bool empty = isl_set_is_empty(set);
     if (empty < 0) return -1;
     if (empty) return 0;
-    isl_set *c = isl_set_coalesce(isl_set_copy(set));
-    if (!c) return -1;
+    /* A box is counted as the product of its ranges: build the bounding box
+     * and check that it equals the set. (Not isl_set_coalesce: in isl 0.25
+     * it can return a strict superset of a union with strided pieces.) */
+    isl_size n = isl_set_dim(set, isl_dim_set);
+    int64_t lo[16], hi[16];
     int64_t result = -1;
-    if (isl_set_n_basic_set(c) == 1) {
-        isl_basic_set *bs = NULL;
-        isl_set_foreach_basic_set(c, &first_bset, &bs);
-        int ok = bs && isl_basic_set_dim(bs, isl_dim_div) == 0;
-        if (ok) isl_basic_set_foreach_constraint(bs, &one_var, &ok);
-        isl_basic_set_free(bs);
-        if (ok) {
-            /* A box: product of the per-dimension ranges. */
+    if (n >= 0 && n <= 16 && bounding_box(set, lo, hi, n) == 0) {
+        isl_space *sp = isl_set_get_space(set);
+        isl_set *box = isl_set_universe(sp);
+        for (int i = 0; i < n; i++) {
+            box = isl_set_lower_bound_si(box, isl_dim_set, i, (int)lo[i]);
+            box = isl_set_upper_bound_si(box, isl_dim_set, i, (int)hi[i]);
+        }
+        int fits = 1;
+        for (int i = 0; i < n; i++) fits &= lo[i] >= INT32_MIN && hi[i] <= INT32_MAX;
+        isl_bool eq = fits ? isl_set_is_equal(box, set) : isl_bool_false;
+        isl_set_free(box);
+        if (eq == isl_bool_true) {
             result = 1;
-            isl_size n = isl_set_dim(c, isl_dim_set);
-            for (int i = 0; i < n && result >= 0; i++) {
-                isl_val *lo = isl_set_dim_min_val(isl_set_copy(c), i);
-                isl_val *hi = isl_set_dim_max_val(isl_set_copy(c), i);
-                if (!lo || !hi || !isl_val_is_int(lo) || !isl_val_is_int(hi)) result = -1;
-                else result *= isl_val_get_num_si(hi) - isl_val_get_num_si(lo) + 1;
-                isl_val_free(lo);
-                isl_val_free(hi);
-            }
+            for (int i = 0; i < n; i++) result *= hi[i] - lo[i] + 1;
         }
     }
     if (result < 0) {
-        isl_val *v = isl_set_count_val(c);
+        isl_val *v = isl_set_count_val(set);
         result = v && isl_val_is_int(v) ? isl_val_get_num_si(v) : -1;
         isl_val_free(v);
     }
-    isl_set_free(c);
     return result;
 }
 

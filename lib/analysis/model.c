@@ -298,8 +298,9 @@ ps_status psa_model_matmul(int64_t M, int64_t N, int64_t K, const char *order, p
 
 void psa_thread_chunk(const psa_model *m, int t, int64_t *b, int64_t *e)
 {
-    *b = m->T * t / m->nthreads;
-    *e = m->T * (t + 1) / m->nthreads;
+    /* As the executor (T * t / nt), without overflowing for huge bands. */
+    *b = (int64_t)((__int128)m->T * t / m->nthreads);
+    *e = (int64_t)((__int128)m->T * (t + 1) / m->nthreads);
 }
 
 int psa_rep_thread(const psa_model *m)

@@ -64,9 +64,10 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
     e->r_lo = malloc((size_t)c->OH * sizeof *e->r_lo);
     e->r_hi = malloc((size_t)c->OH * sizeof *e->r_hi);
     e->seg_begin = malloc((size_t)(e->ext[PS_DIM_OW] + 1) * sizeof *e->seg_begin);
-    /* At most one segment per output column. */
-    e->segs = malloc((size_t)c->OW * sizeof *e->segs);
-    if (!e->r_lo || !e->r_hi || !e->seg_begin || !e->segs)
+    /* At most one segment per filter column and block. */
+    e->segs = malloc((size_t)(e->ext[PS_DIM_OW] * c->S) * sizeof *e->segs);
+    e->block_zero = malloc((size_t)e->ext[PS_DIM_OW]);
+    if (!e->r_lo || !e->r_hi || !e->seg_begin || !e->segs || !e->block_zero)
         return ps_error(PS_ERR_OUT_OF_MEMORY, "conv plan: out of memory for the padding geometry");
 
     /* Valid filter rows of output row oh: 0 <= oh*sh - pt + r*dh < H. */
@@ -76,24 +77,37 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
         e->r_hi[oh] = min64(c->R, floor_div(c->H - 1 - ih0, c->dh) + 1);
         if (e->r_hi[oh] < e->r_lo[oh]) e->r_hi[oh] = e->r_lo[oh];
     }
-    /* Segments: maximal runs of columns in a block with equal valid s range. */
+    /* Segments: per block, runs of filter columns valid on the same output
+     * columns; the one spanning the whole block (if any) goes first so it
+     * can initialise the tile (beta = 0). */
     const int64_t ldb = c->sw * c->C, ldc = c->K;
     int64_t ns = 0;
     ps_status st;
     for (int64_t b = 0; b < e->ext[PS_DIM_OW]; b++) {
         e->seg_begin[b] = ns;
-        int64_t end = min64((b + 1) * e->ks.n, c->OW);
-        for (int64_t ow = b * e->ks.n; ow < end; ow++) {
-            int64_t iw0 = ow * c->sw - c->pl;
-            int64_t lo = max64(0, ceil_div(max64(0, -iw0), c->dw));
-            int64_t hi = min64(c->S, floor_div(c->W - 1 - iw0, c->dw) + 1);
-            if (hi < lo) hi = lo;
-            if (ns > e->seg_begin[b] && e->segs[ns - 1].s_lo == lo && e->segs[ns - 1].s_hi == hi) {
-                e->segs[ns - 1].width++;
+        const int64_t a0 = b * e->ks.n, a1 = min64((b + 1) * e->ks.n, c->OW);
+        e->block_zero[b] = 1;
+        for (int64_t s = 0; s < c->S; s++) {
+            /* Valid output columns of tap s: 0 <= ow*sw - pl + s*dw < W. */
+            int64_t lo = max64(a0, ceil_div(max64(0, c->pl - s * c->dw), c->sw));
+            int64_t hi = min64(a1, floor_div(c->W - 1 + c->pl - s * c->dw, c->sw) + 1);
+            if (hi <= lo) continue;
+            ps_conv_segment *last = ns > e->seg_begin[b] ? &e->segs[ns - 1] : NULL;
+            if (last && last->s_hi == s && last->ow0 == lo && last->width == hi - lo) {
+                last->s_hi = s + 1;
             } else {
-                e->segs[ns++] = (ps_conv_segment){.ow0 = ow, .width = 1, .s_lo = lo, .s_hi = hi};
+                e->segs[ns++] = (ps_conv_segment){.ow0 = lo, .width = hi - lo, .s_lo = s, .s_hi = s + 1};
             }
         }
+        for (int64_t i = e->seg_begin[b]; i < ns; i++)
+            if (e->segs[i].ow0 == a0 && e->segs[i].width == a1 - a0) {
+                ps_conv_segment full = e->segs[i];
+                memmove(&e->segs[e->seg_begin[b] + 1], &e->segs[e->seg_begin[b]],
+                        (size_t)(i - e->seg_begin[b]) * sizeof full);
+                e->segs[e->seg_begin[b]] = full;
+                e->block_zero[b] = 0;
+                break;
+            }
     }
     e->seg_begin[e->ext[PS_DIM_OW]] = ns;
     e->n_segs = ns;
@@ -166,6 +180,8 @@ void ps_exec_release(ps_exec *e)
     free(e->r_hi);
     free(e->seg_begin);
     free(e->segs);
+    free(e->block_zero);
+    e->block_zero = NULL;
     e->r_lo = e->r_hi = e->seg_begin = NULL;
     e->segs = NULL;
 }

@@ -21,8 +21,10 @@ typedef struct ps_kernel_set {
     ps_brgemm fn[2][2][2];
 } ps_kernel_set;
 
-/* A run of output columns inside one ow-block that sees the same filter
- * columns [s_lo, s_hi) (the others fall into zero padding). */
+/* A group of filter columns [s_lo, s_hi) of one ow-block that are valid
+ * (outside the zero padding) for the same run of output columns
+ * [ow0, ow0 + width). Grouping by taps rather than by columns keeps every
+ * call as wide as the valid range allows (no width-1 edge kernels). */
 typedef struct ps_conv_segment {
     int64_t ow0, width;
     int64_t s_lo, s_hi;
@@ -47,6 +49,8 @@ typedef struct ps_exec {
     unsigned post_ops;
     int64_t *r_lo, *r_hi;      /* per output row: valid filter rows */
     int64_t *seg_begin;        /* per ow-block b: segments [seg_begin[b], seg_begin[b+1]) */
+    unsigned char *block_zero; /* per ow-block: no segment spans the whole block, so the
+                                  first chunk zeroes the tile and every call accumulates */
     ps_conv_segment *segs;
     int64_t n_segs;
     int nchw;                  /* activations arrive/leave as NCHW: convert via workspace */

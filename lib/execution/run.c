@@ -51,37 +51,40 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
     const float *bias = (e->post_ops & PS_POST_BIAS) ? t->bias + kb * e->ks.m : NULL;
     const int relu = (e->post_ops & PS_POST_RELU) != 0;
 
-    for (int64_t si = e->seg_begin[owb]; si < e->seg_begin[owb + 1]; si++) {
+    const int64_t ow_a = owb * e->ks.n, ow_w = min64(e->ks.n, c->OW - ow_a);
+    float *cblk = t->dst + ((n * c->OH + oh) * c->OW + ow_a) * c->K + kb * e->ks.m;
+    const int empty = r_hi <= r_lo || e->seg_begin[owb] == e->seg_begin[owb + 1];
+    /* Without a segment spanning the block, zero it once and accumulate. */
+    int beta = !first;
+    if (first && (empty || e->block_zero[owb])) {
+        zero_tile(cblk, mk, ow_w, c->K);
+        beta = 1;
+    }
+    for (int64_t si = e->seg_begin[owb]; si < e->seg_begin[owb + 1] && !empty; si++) {
         const ps_conv_segment *sg = &e->segs[si];
         float *ct = t->dst + ((n * c->OH + oh) * c->OW + sg->ow0) * c->K + kb * e->ks.m;
-        if (r_hi <= r_lo || sg->s_hi <= sg->s_lo) {
-            /* Every tap of these outputs falls into padding. */
-            if (first) zero_tile(ct, mk, sg->width, c->K);
-        } else {
-            const int64_t iw0 = sg->ow0 * c->sw - c->pl;
-            int beta = !first;
-            for (int part = 0; part < 2; part++) {
-                int64_t lo = part ? e->k_full_blocks : cb0, hi = part ? (has_tail ? e->k_blocks : lo) : full_hi;
-                if (hi <= lo) continue;
-                unsigned long long cnt = 0;
-                for (int64_t r = r_lo; r < r_hi; r++) {
-                    const float *row = img + (ih0 + r * c->dh) * c->W * c->C;
-                    for (int64_t s = sg->s_lo; s < sg->s_hi; s++) {
-                        const float *pix = row + (iw0 + s * c->dw) * c->C;
-                        const float *wtap = wblk + (r * c->S + s) * c->C * mk;
-                        for (int64_t cb = lo; cb < hi; cb++) {
-                            t->abuf[cnt] = wtap + cb * k * mk;
-                            t->bbuf[cnt] = pix + cb * k;
-                            cnt++;
-                        }
+        const int64_t iw0 = sg->ow0 * c->sw - c->pl;
+        for (int part = 0; part < 2; part++) {
+            int64_t lo = part ? e->k_full_blocks : cb0, hi = part ? (has_tail ? e->k_blocks : lo) : full_hi;
+            if (hi <= lo) continue;
+            unsigned long long cnt = 0;
+            for (int64_t r = r_lo; r < r_hi; r++) {
+                const float *row = img + (ih0 + r * c->dh) * c->W * c->C;
+                for (int64_t s = sg->s_lo; s < sg->s_hi; s++) {
+                    const float *pix = row + (iw0 + s * c->dw) * c->C;
+                    const float *wtap = wblk + (r * c->S + s) * c->C * mk;
+                    for (int64_t cb = lo; cb < hi; cb++) {
+                        t->abuf[cnt] = wtap + cb * k * mk;
+                        t->bbuf[cnt] = pix + cb * k;
+                        cnt++;
                     }
                 }
-                sg->kernels.fn[mt][part][beta](t->abuf, t->bbuf, ct, &cnt);
-                beta = 1;
             }
+            sg->kernels.fn[mt][part][beta](t->abuf, t->bbuf, ct, &cnt);
+            beta = 1;
         }
-        if (last && (bias || relu)) epilogue(ct, mk, sg->width, c->K, bias, relu);
     }
+    if (last && (bias || relu)) epilogue(cblk, mk, ow_w, c->K, bias, relu);
 }
 
 /* One microkernel step of a GEMM: C block (mb, nb), reduction chunk cc. */

@@ -71,7 +71,7 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
                         opts->struct_size, sizeof *opts);
     if (opts->num_threads < 0 || opts->num_threads > 4096)
         return ps_error(PS_ERR_INVALID_ARG, "ps_plan_create: num_threads %d out of range (0..4096)", opts->num_threads);
-    if ((int)opts->ranker < PS_RANKER_DEFAULT || opts->ranker > PS_RANKER_NONE)
+    if ((int)opts->ranker < PS_RANKER_DEFAULT || opts->ranker > PS_RANKER_VOLUME)
         return ps_error(PS_ERR_INVALID_ARG, "ps_plan_create: unknown ranker %d", (int)opts->ranker);
     if (opts->top_k < 0 || opts->top_k > 100000)
         return ps_error(PS_ERR_INVALID_ARG, "ps_plan_create: top_k %d out of range (0..100000)", opts->top_k);

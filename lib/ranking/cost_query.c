@@ -32,11 +32,11 @@ ps_status ps_cost_query(ps_context *ctx, const ps_desc *desc, const ps_plan_opti
     if (opts->num_threads < 0 || opts->num_threads > 4096)
         return ps_error(PS_ERR_INVALID_ARG, "ps_cost_query: num_threads %d out of range (0..4096)", opts->num_threads);
     ps_ranker ranker = opts->ranker == PS_RANKER_DEFAULT ? ps_planner_default_ranker() : opts->ranker;
-    if (ranker != PS_RANKER_COST)
+    if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME)
         return ps_error(PS_ERR_UNSUPPORTED, "ps_cost_query: ranker %d has no cost model", (int)opts->ranker);
     int nthreads = opts->num_threads ? opts->num_threads : ctx->num_threads;
     ps_ranking r;
-    if ((st = ps_rank_variants(&ctx->machine, desc, nthreads, &r))) return st;
+    if ((st = ps_rank_variants(&ctx->machine, desc, nthreads, ranker, &r))) return st;
     ps_cost_report *rep = calloc(1, sizeof *rep);
     if (rep) {
         rep->v = calloc((size_t)(r.n ? r.n : 1), sizeof *rep->v);

@@ -94,10 +94,10 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
     *out = NULL;
     if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker();
     if (ranker == PS_RANKER_NONE) return ps_schedule_default(desc, out);
-    if (ranker != PS_RANKER_COST)
+    if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME)
         return ps_error(PS_ERR_UNSUPPORTED, "planner: ranker %d is not available in this build", (int)ranker);
     ps_ranking r;
-    ps_status st = ps_rank_variants(&ctx->machine, desc, nthreads, &r);
+    ps_status st = ps_rank_variants(&ctx->machine, desc, nthreads, ranker, &r);
     if (st) return st;
     if (r.n == 0) {
         ps_ranking_release(&r);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "ranking/traffic.h"
 
 /* Where the machine model has no numbers (it always should), rank anyway
  * with a plausible ladder rather than dividing by zero. */
@@ -68,7 +69,7 @@ static int by_cost(const void *pa, const void *pb)
     return (a->index > b->index) - (a->index < b->index);
 }
 
-ps_status ps_rank_variants(const ps_machine *m, const ps_desc *desc, int nthreads, ps_ranking *out)
+ps_status ps_rank_variants(const ps_machine *m, const ps_desc *desc, int nthreads, ps_ranker ranker, ps_ranking *out)
 {
     memset(out, 0, sizeof *out);
     ps_variant_set vs;
@@ -84,15 +85,21 @@ ps_status ps_rank_variants(const ps_machine *m, const ps_desc *desc, int nthread
     ao.num_threads = nthreads;
     ao.method = PS_ANALYSIS_FAST;
     for (int i = 0; i < vs.n; i++) {
-        ps_analysis *a;
-        if ((st = ps_analysis_create(desc, vs.items[i], &ao, &a))) break;
-        ps_ranked *r = &out->v[out->n++];
+        ps_ranked *r = &out->v[out->n];
+        if (ranker == PS_RANKER_VOLUME) {
+            ps_traffic_estimate(m, desc, vs.items[i], nthreads, r->ws);
+            r->cost = ps_traffic_cost(m, r->ws);
+        } else {
+            ps_analysis *a;
+            if ((st = ps_analysis_create(desc, vs.items[i], &ao, &a))) break;
+            ps_rank_alg2(m, nthreads, a, r->ws);
+            r->cost = ps_rank_eq1(m, r->ws);
+            ps_analysis_destroy(a);
+        }
         r->schedule = vs.items[i];
         vs.items[i] = NULL; /* moved */
         r->index = i;
-        ps_rank_alg2(m, nthreads, a, r->ws);
-        r->cost = ps_rank_eq1(m, r->ws);
-        ps_analysis_destroy(a);
+        out->n++;
     }
     ps_variant_set_release(&vs);
     if (st) {

@@ -27,8 +27,10 @@ void ps_rank_alg2(const ps_machine *m, int nthreads, const ps_analysis *a, doubl
 /* Eq. 1. */
 double ps_rank_eq1(const ps_machine *m, const double ws[PS_COST_LEVELS]);
 
-/* Generates, analyses and costs every variant, then sorts by cost. */
-ps_status ps_rank_variants(const ps_machine *m, const ps_desc *desc, int nthreads, ps_ranking *out);
+/* Generates and costs every variant, then sorts by cost. ranker:
+ * PS_RANKER_COST (isl working sets, Alg. 2, Eq. 1) or PS_RANKER_VOLUME
+ * (data volumes per level, Eq. 1 weights). */
+ps_status ps_rank_variants(const ps_machine *m, const ps_desc *desc, int nthreads, ps_ranker ranker, ps_ranking *out);
 void ps_ranking_release(ps_ranking *r);
 
 #endif

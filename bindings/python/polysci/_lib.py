@@ -61,6 +61,7 @@ class Ranker(enum.IntEnum):
     COST = 1     # PolyScientist cost model
     DNN = 2      # pairwise neural ranking
     NONE = 3     # no search: the fixed-order default schedule
+    VOLUME = 4   # Eq. 1 over estimated data volumes per level
 
 
 class Dim(enum.IntEnum):

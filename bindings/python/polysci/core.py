@@ -116,7 +116,8 @@ _WLAYOUTS = {"kcrs": WeightLayout.KCRS, "oihw": WeightLayout.KCRS,
              "rsck": WeightLayout.RSCK, "hwio": WeightLayout.RSCK}
 _ORDERS = {"col": MatrixOrder.COL_MAJOR, "col_major": MatrixOrder.COL_MAJOR, "f": MatrixOrder.COL_MAJOR,
            "row": MatrixOrder.ROW_MAJOR, "row_major": MatrixOrder.ROW_MAJOR, "c": MatrixOrder.ROW_MAJOR}
-_RANKERS = {"default": Ranker.DEFAULT, "cost": Ranker.COST, "dnn": Ranker.DNN, "none": Ranker.NONE}
+_RANKERS = {"default": Ranker.DEFAULT, "cost": Ranker.COST, "dnn": Ranker.DNN, "none": Ranker.NONE,
+            "volume": Ranker.VOLUME}
 _KINDS = {"conv": OpKind.CONV_FWD, "conv_fwd": OpKind.CONV_FWD, "gemm": OpKind.GEMM}
 _DIMS = {"n": Dim.N, "k": Dim.K, "oh": Dim.OH, "ow": Dim.OW, "c": Dim.C}
 _GEMM_DIMS = {"m": Dim.K, "n": Dim.OW, "k": Dim.C}  # schedule.h: gemm uses K, OW, C
