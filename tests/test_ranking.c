@@ -1,0 +1,137 @@
+/* Poly-ranking: Alg. 2 + Eq. 1 on a hand-worked example, deterministic and
+ * ascending ranked lists, and the plan cache serving a second create. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plan/context_impl.h"
+#include "polysci/polysci.h"
+#include "ranking/rank.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            failures++;                                                      \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                      \
+            printf(__VA_ARGS__);                                             \
+            printf("\n");                                                    \
+        }                                                                    \
+    } while (0)
+
+/* Figure 4 matmul, M=4 N=5 K=6, order ijk. Its working sets (bytes) are
+ * A: 60 / 144, B: 172 / 260, and C: 20 / 52 for each of RAR, RAW, WAR, WAW.
+ * With private caches L1 = 64 B, L2 = 200 B, L3 = 1000 B, Alg. 2 gives
+ *   L1: 60 + 4 * (20 + 52) = 348, L2: 144 + 172 = 316, L3: 260, mem: 0
+ * and Eq. 1 with (lat, bw) = (1, 100), (4, 50), (20, 20), mem (100, 10):
+ *   348 * 1/100 + 316 * 4/50 + 260 * 20/20 = 3.48 + 25.28 + 260 = 288.76. */
+static void hand_worked(void)
+{
+    ps_machine m;
+    memset(&m, 0, sizeof m);
+    m.n_levels = 3;
+    const size_t size[3] = {64, 200, 1000};
+    const double lat[3] = {1, 4, 20}, bw[3] = {100, 50, 20};
+    for (int l = 0; l < 3; l++)
+        m.levels[l] = (ps_cache_level){.level = l + 1, .size_bytes = size[l], .line_bytes = 64, .shared_by = 1,
+                                       .source = "test", .latency_ns = lat[l], .bandwidth_gbs = bw[l]};
+    m.mem_latency_ns = 100;
+    m.mem_bandwidth_gbs = 10;
+    ps_analysis *a;
+    ps_status st = ps_analysis_create_matmul(4, 5, 6, "ijk", NULL, &a);
+    CHECK(st == PS_SUCCESS, "analysis: %s", ps_last_error_message());
+    if (st) return;
+    double ws[PS_COST_LEVELS];
+    ps_rank_alg2(&m, 1, a, ws);
+    CHECK(ws[PS_COST_L1] == 348 && ws[PS_COST_L2] == 316 && ws[PS_COST_L3] == 260 && ws[PS_COST_MEM] == 0,
+          "Alg. 2 gave L1 %g L2 %g L3 %g mem %g, want 348 316 260 0", ws[0], ws[1], ws[2], ws[3]);
+    double cost = ps_rank_eq1(&m, ws);
+    CHECK(fabs(cost - 288.76) < 1e-9, "Eq. 1 gave %.6f, want 288.76", cost);
+    /* Shrink L3 below B's WSmax: 260 bytes move to memory. */
+    m.levels[2].size_bytes = 200 + 1;
+    ps_rank_alg2(&m, 1, a, ws);
+    cost = ps_rank_eq1(&m, ws);
+    CHECK(ws[PS_COST_MEM] == 260 && fabs(cost - (3.48 + 25.28 + 260 * 100.0 / 10)) < 1e-9,
+          "with a small L3: mem %g cost %.6f", ws[PS_COST_MEM], cost);
+    ps_analysis_destroy(a);
+}
+
+static void deterministic(ps_context *ctx, ps_ranker ranker)
+{
+    ps_desc d;
+    ps_desc_init_conv(&d);
+    ps_conv_desc *c = &d.u.conv;
+    c->N = 2; c->C = 128; c->K = 256; c->H = c->W = 14; c->R = c->S = 3;
+    c->pad_top = c->pad_bottom = c->pad_left = c->pad_right = 1;
+    ps_plan_options o;
+    ps_plan_options_init(&o);
+    o.num_threads = 2;
+    o.ranker = ranker;
+    ps_cost_report *r1 = NULL, *r2 = NULL;
+    CHECK(ps_cost_query(ctx, &d, &o, &r1) == PS_SUCCESS, "cost query: %s", ps_last_error_message());
+    CHECK(ps_cost_query(ctx, &d, &o, &r2) == PS_SUCCESS, "cost query: %s", ps_last_error_message());
+    if (!r1 || !r2) return;
+    int n = ps_cost_report_size(r1);
+    CHECK(n > 1 && n == ps_cost_report_size(r2), "variant counts %d vs %d", n, ps_cost_report_size(r2));
+    double prev = -1;
+    for (int i = 0; i < n; i++) {
+        ps_variant_cost a, b;
+        ps_cost_report_get(r1, i, &a);
+        ps_cost_report_get(r2, i, &b);
+        CHECK(a.rank == i + 1 && strcmp(a.schedule, b.schedule) == 0 && a.cost == b.cost,
+              "rank %d differs between two identical queries", i + 1);
+        CHECK(a.cost >= prev, "costs not ascending at rank %d", i + 1);
+        prev = a.cost;
+        ps_schedule *s;
+        CHECK(ps_schedule_parse(PS_OP_CONV_FWD, a.schedule, &s) == PS_SUCCESS && ps_schedule_check(s, &d) == PS_SUCCESS,
+              "ranked schedule '%s' is not valid", a.schedule);
+        ps_schedule_destroy(s);
+    }
+    /* The planner's choice is the first-ranked variant. */
+    ps_plan *p;
+    o.flags = PS_PLAN_NO_CACHE;
+    CHECK(ps_plan_create(ctx, &d, &o, &p) == PS_SUCCESS, "plan: %s", ps_last_error_message());
+    char text[512];
+    ps_variant_cost first;
+    ps_cost_report_get(r1, 0, &first);
+    ps_schedule_format(ps_plan_get_schedule(p), PS_OP_CONV_FWD, text, sizeof text, NULL);
+    CHECK(strcmp(text, first.schedule) == 0, "planner chose '%s', rank 1 is '%s'", text, first.schedule);
+    ps_plan_destroy(p);
+    ps_cost_report_destroy(r1);
+    ps_cost_report_destroy(r2);
+}
+
+static void cache(ps_context *ctx)
+{
+    ps_desc d;
+    ps_desc_init_gemm(&d);
+    d.u.gemm.M = 96; d.u.gemm.N = 80; d.u.gemm.K = 300;
+    ps_context_forget_plans(ctx);
+    ps_plan *p1, *p2;
+    CHECK(ps_plan_create(ctx, &d, NULL, &p1) == PS_SUCCESS, "plan: %s", ps_last_error_message());
+    CHECK(ps_context_cached_plans(ctx) == 1, "cache holds %d plans after one create", ps_context_cached_plans(ctx));
+    CHECK(ps_plan_create(ctx, &d, NULL, &p2) == PS_SUCCESS, "plan: %s", ps_last_error_message());
+    CHECK(ps_context_cached_plans(ctx) == 1, "second create of the same layer added an entry");
+    char a[512], b[512];
+    ps_schedule_format(ps_plan_get_schedule(p1), PS_OP_GEMM, a, sizeof a, NULL);
+    ps_schedule_format(ps_plan_get_schedule(p2), PS_OP_GEMM, b, sizeof b, NULL);
+    CHECK(strcmp(a, b) == 0, "cached plan runs '%s', first ran '%s'", b, a);
+    ps_plan_destroy(p1);
+    ps_plan_destroy(p2);
+}
+
+int main(void)
+{
+    ps_context *ctx;
+    if (ps_context_create(NULL, &ctx) != PS_SUCCESS) {
+        printf("context: %s\n", ps_last_error_message());
+        return 1;
+    }
+    hand_worked();
+    deterministic(ctx, PS_RANKER_COST);
+    deterministic(ctx, PS_RANKER_VOLUME);
+    cache(ctx);
+    ps_context_destroy(ctx);
+    printf("test_ranking: %s\n", failures ? "FAILED" : "all checks passed");
+    return failures != 0;
+}
