@@ -39,7 +39,8 @@ typedef struct ps_variant_cost {
 } ps_variant_cost;
 
 /* __give *out: the ranked variants for desc. opts may be NULL; its
- * num_threads and ranker are used (schedule, top_k, flags are ignored). */
+ * num_threads and ranker (PS_RANKER_COST — also for PS_RANKER_DEFAULT — or
+ * PS_RANKER_VOLUME) are used; schedule, top_k and flags are ignored. */
 PS_API ps_status ps_cost_query(ps_context *ctx, const ps_desc *desc, const ps_plan_options *opts,
                                ps_cost_report **out);
 PS_API int ps_cost_report_size(const ps_cost_report *report);

@@ -33,7 +33,8 @@ typedef struct ps_plan ps_plan;
 
 /* How the planner orders the candidate schedules. */
 typedef enum ps_ranker {
-    PS_RANKER_DEFAULT = 0, /* the ranker that measured best (see docs/performance.md) */
+    PS_RANKER_DEFAULT = 0, /* the option that measured best (docs/performance.md): currently
+                              PS_RANKER_NONE; cost queries treat it as PS_RANKER_COST */
     PS_RANKER_COST = 1,    /* PolyScientist cost model: Alg. 2 + Eq. 1 over isl working sets */
     PS_RANKER_DNN = 2,     /* pairwise neural ranking with a tournament */
     PS_RANKER_NONE = 3,    /* no search: the fixed-order default schedule */

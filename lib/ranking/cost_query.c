@@ -31,7 +31,8 @@ ps_status ps_cost_query(ps_context *ctx, const ps_desc *desc, const ps_plan_opti
         return ps_error(PS_ERR_INVALID_ARG, "ps_cost_query: opts.struct_size is %zu, expected %zu", opts->struct_size, sizeof *opts);
     if (opts->num_threads < 0 || opts->num_threads > 4096)
         return ps_error(PS_ERR_INVALID_ARG, "ps_cost_query: num_threads %d out of range (0..4096)", opts->num_threads);
-    ps_ranker ranker = opts->ranker == PS_RANKER_DEFAULT ? ps_planner_default_ranker() : opts->ranker;
+    /* A cost query is a question to a cost model: the default is Eq. 1. */
+    ps_ranker ranker = opts->ranker == PS_RANKER_DEFAULT ? PS_RANKER_COST : opts->ranker;
     if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME)
         return ps_error(PS_ERR_UNSUPPORTED, "ps_cost_query: ranker %d has no cost model", (int)opts->ranker);
     int nthreads = opts->num_threads ? opts->num_threads : ctx->num_threads;
