@@ -58,7 +58,7 @@ static int rank_report(const char *cmd, const ps_desc *desc, const rank_args *r,
     } else {
         printf("polysci %s: %s\n", cmd, shape);
         printf("%d variants ranked by the cost model (Eq. 1 over Alg. 2 working sets) for %d thread%s; "
-               "rank 1 is the planner's choice\n\n",
+               "rank 1 is what the planner runs with --ranker cost\n\n",
                n, threads, threads == 1 ? "" : "s");
         printf("%5s %12s %9s %9s %9s %9s  %s\n", "rank", "cost", "ws_L1", "ws_L2", "ws_L3", "ws_mem", "schedule");
         for (int i = 0; i < shown; i++) {
