@@ -128,12 +128,14 @@ static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d)
     e->k_tail = g->K % e->ks.k;
     e->k_blocks = ceil_div(g->K, e->ks.k);
     e->batch_cap = min64(e->ks.batch, e->k_blocks);
-    /* LIBXSMM kernels take A untransposed and alpha = 1: transposed or
-     * scaled A, and transposed B, are copied into the workspace first. */
-    e->pack_a = g->trans_a || g->alpha != 1.0f;
-    e->pack_b = g->trans_b;
-    e->lda = e->pack_a ? g->M : g->lda;
-    e->ldb = e->pack_b ? g->K : g->ldb;
+    /* Both operands are packed into contiguous blocks each execution (A: m x k
+     * blocks, lda = m; B: k x n blocks, ldb = k), as BLAS does: unpacked,
+     * the columns of one block sit lda floats apart and collide in the same
+     * cache sets (2048 floats = 8 KiB apart: one L1 set). Packing also
+     * applies transposes and alpha, which LIBXSMM's kernels do not take. */
+    e->pack_a = e->pack_b = 1;
+    e->lda = e->ks.m;
+    e->ldb = e->ks.k;
     ps_status st;
     if (e->ext[PS_DIM_OW] > 1 && (st = dispatch_set(&e->gemm_kernels[0], e, e->ks.n, e->lda, e->lda, e->ldb, g->ldc)))
         return st;

@@ -98,8 +98,9 @@ static void gemm_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
     const int64_t cb0 = cc * e->ks.batch, cb1 = min64(cb0 + e->ks.batch, e->k_blocks);
     const int64_t full_hi = min64(cb1, e->k_full_blocks);
     const int has_tail = e->k_tail > 0 && cb1 == e->k_blocks;
-    const float *ablk = t->a + mb * e->ks.m;
-    const float *bblk = t->b + nb * e->ks.n * e->ldb;
+    /* Packed operands: block (mb, kb) of A and (kb, nb) of B are contiguous. */
+    const float *ablk = t->a + mb * e->k_blocks * e->ks.m * e->ks.k;
+    const float *bblk = t->b + nb * e->k_blocks * e->ks.k * e->ks.n;
     float *ct = t->c + mb * e->ks.m + nb * e->ks.n * g->ldc;
     int beta = 1;
     if (cc == 0) {
@@ -116,8 +117,8 @@ static void gemm_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
         if (hi <= lo) continue;
         unsigned long long cnt = 0;
         for (int64_t kb = lo; kb < hi; kb++, cnt++) {
-            t->abuf[cnt] = ablk + kb * k * e->lda;
-            t->bbuf[cnt] = bblk + kb * k;
+            t->abuf[cnt] = ablk + kb * e->ks.m * k;
+            t->bbuf[cnt] = bblk + kb * k * e->ks.n;
         }
         ks->fn[mt][part][beta](t->abuf, t->bbuf, ct, &cnt);
         beta = 1;
@@ -185,8 +186,8 @@ size_t ps_exec_workspace_bytes(const ps_exec *e)
     size_t floats = 0;
     if (e->kind == PS_OP_CONV_FWD && e->nchw)
         floats = (size_t)(ps_conv_src_elems(&e->conv) + ps_conv_dst_elems(&e->conv));
-    if (e->kind == PS_OP_GEMM)
-        floats = (size_t)((e->pack_a ? e->gemm.M * e->gemm.K : 0) + (e->pack_b ? e->gemm.K * e->gemm.N : 0));
+    if (e->kind == PS_OP_GEMM) /* packed A and B, blocks padded to full size */
+        floats = (size_t)(e->k_blocks * e->ks.k * (e->ext[PS_DIM_K] * e->ks.m + e->ext[PS_DIM_OW] * e->ks.n));
     /* 64 bytes of slack to align the regions of a caller's buffer. */
     return 64 + ((floats * sizeof(float) + 63) & ~(size_t)63) +
            (size_t)e->nthreads * 2 * (size_t)e->batch_cap * sizeof(float *);
@@ -230,29 +231,44 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
         base.b = ops->b;
         base.c = ops->c;
         float *next = scratch;
-        if (e->pack_a) {
-            /* Normalized A is M x K; stored transposed (K x M) when trans_a. */
+        {
+            /* A (normalized M x K, stored K x M when trans_a) into m x k blocks,
+             * scaled by alpha; block (mb, kb) at (mb * KB + kb) * m * k. */
             float *pa = next;
             const float *ua = ops->a;
-            const int64_t M = g->M, K = g->K, lda = g->lda;
+            const int64_t M = g->M, K = g->K, lda = g->lda, m = e->ks.m, k = e->ks.k, KB = e->k_blocks;
             const float alpha = g->alpha;
             const int tr = g->trans_a;
-#pragma omp parallel for num_threads(e->nthreads) schedule(static)
-            for (int64_t kk = 0; kk < K; kk++)
-                for (int64_t i = 0; i < M; i++) pa[i + kk * M] = alpha * (tr ? ua[kk + i * lda] : ua[i + kk * lda]);
+#pragma omp parallel for collapse(2) num_threads(e->nthreads) schedule(static)
+            for (int64_t mb = 0; mb < e->ext[PS_DIM_K]; mb++)
+                for (int64_t kb = 0; kb < KB; kb++) {
+                    float *blk = pa + (mb * KB + kb) * m * k;
+                    const int64_t i0 = mb * m, k0 = kb * k, mi = M - i0 < m ? M - i0 : m, ki = K - k0 < k ? K - k0 : k;
+                    for (int64_t kk = 0; kk < ki; kk++)
+                        for (int64_t i = 0; i < mi; i++)
+                            blk[kk * m + i] = alpha * (tr ? ua[(k0 + kk) + (i0 + i) * lda] : ua[(i0 + i) + (k0 + kk) * lda]);
+                }
             base.a = pa;
-            next += M * K;
+            next += e->ext[PS_DIM_K] * m * KB * k;
         }
-        if (e->pack_b) {
-            /* Normalized B is K x N, stored N x K. */
+        {
+            /* B (normalized K x N, stored N x K when trans_b) into k x n blocks;
+             * block (kb, nb) at (nb * KB + kb) * k * n. */
             float *pb = next;
             const float *ub = ops->b;
-            const int64_t N = g->N, K = g->K, ldb = g->ldb;
-#pragma omp parallel for num_threads(e->nthreads) schedule(static)
-            for (int64_t j = 0; j < N; j++)
-                for (int64_t kk = 0; kk < K; kk++) pb[kk + j * K] = ub[j + kk * ldb];
+            const int64_t N = g->N, K = g->K, ldb = g->ldb, n = e->ks.n, k = e->ks.k, KB = e->k_blocks;
+            const int tr = g->trans_b;
+#pragma omp parallel for collapse(2) num_threads(e->nthreads) schedule(static)
+            for (int64_t nb = 0; nb < e->ext[PS_DIM_OW]; nb++)
+                for (int64_t kb = 0; kb < KB; kb++) {
+                    float *blk = pb + (nb * KB + kb) * k * n;
+                    const int64_t j0 = nb * n, k0 = kb * k, nj = N - j0 < n ? N - j0 : n, ki = K - k0 < k ? K - k0 : k;
+                    for (int64_t j = 0; j < nj; j++)
+                        for (int64_t kk = 0; kk < ki; kk++)
+                            blk[j * k + kk] = tr ? ub[(j0 + j) + (k0 + kk) * ldb] : ub[(k0 + kk) + (j0 + j) * ldb];
+                }
             base.b = pb;
-            next += K * N;
+            next += e->ext[PS_DIM_OW] * n * KB * k;
         }
         scratch_floats = (size_t)(next - scratch);
         if (g->alpha == 0.0f) {
