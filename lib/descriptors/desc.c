@@ -145,8 +145,21 @@ void ps_conv_shape_of(const ps_conv_desc *d, ps_conv_shape *s)
     s->N = d->N; s->C = d->C; s->K = d->K; s->H = d->H; s->W = d->W; s->R = d->R; s->S = d->S;
     s->sh = d->stride_h; s->sw = d->stride_w; s->pt = d->pad_top; s->pl = d->pad_left;
     s->dh = d->dilation_h; s->dw = d->dilation_w;
-    s->OH = (d->H + d->pad_top + d->pad_bottom - d->dilation_h * (d->R - 1) - 1) / d->stride_h + 1;
-    s->OW = (d->W + d->pad_left + d->pad_right - d->dilation_w * (d->S - 1) - 1) / d->stride_w + 1;
+    ps_conv_output_dims(d, &s->OH, &s->OW);
+    if (d->R == 1 && d->S == 1 && d->stride_h == 1 && d->stride_w == 1 && d->pad_top == 0 && d->pad_bottom == 0 &&
+        d->pad_left == 0 && d->pad_right == 0) {
+        /* A 1x1, stride-1, unpadded conv maps output pixel p to input pixel p:
+         * in NHWC the whole image is one row, so microkernels may span
+         * several output rows (wider calls on small images). */
+        s->W = s->OW = d->H * d->W;
+        s->H = s->OH = 1;
+    }
+}
+
+void ps_conv_output_dims(const ps_conv_desc *d, int64_t *OH, int64_t *OW)
+{
+    *OH = (d->H + d->pad_top + d->pad_bottom - d->dilation_h * (d->R - 1) - 1) / d->stride_h + 1;
+    *OW = (d->W + d->pad_left + d->pad_right - d->dilation_w * (d->S - 1) - 1) / d->stride_w + 1;
 }
 
 void ps_gemm_shape_of(const ps_gemm_desc *d, ps_gemm_shape *s)
@@ -175,9 +188,7 @@ ps_status ps_conv_output_size(const ps_desc *desc, int64_t *OH, int64_t *OW)
     if (st) return st;
     if (desc->kind != PS_OP_CONV_FWD) return ps_error(PS_ERR_INVALID_ARG, "ps_conv_output_size: not a conv descriptor");
     if (!OH || !OW) return ps_error(PS_ERR_NULL_POINTER, "ps_conv_output_size: OH/OW is NULL");
-    ps_conv_shape s;
-    ps_conv_shape_of(&desc->u.conv, &s);
-    *OH = s.OH; *OW = s.OW;
+    ps_conv_output_dims(&desc->u.conv, OH, OW);
     return PS_SUCCESS;
 }
 

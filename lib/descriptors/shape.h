@@ -5,13 +5,17 @@
 #include <stdint.h>
 #include "polysci/desc.h"
 
-/* Convolution geometry in the canonical NHWC view used by the executor. */
+/* Convolution geometry in the canonical NHWC view used by the executor,
+ * the variant space and the models: 1x1 stride-1 unpadded convolutions are
+ * seen as one image row of H*W pixels (H = OH = 1). */
 typedef struct ps_conv_shape {
     int64_t N, C, K, H, W, R, S, OH, OW;
     int64_t sh, sw, pt, pl, dh, dw;
 } ps_conv_shape;
 
 void ps_conv_shape_of(const ps_conv_desc *d, ps_conv_shape *s);
+/* The user-visible output size (no canonical reshaping). */
+void ps_conv_output_dims(const ps_conv_desc *d, int64_t *OH, int64_t *OW);
 
 /* A GEMM normalized to column-major C[M x N] += A[M x K] * B[K x N]:
  * row-major problems are transposed (C^T = B^T A^T), so `swap` says whether

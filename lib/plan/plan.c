@@ -144,21 +144,23 @@ ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *n
     int n;
     if (plan->desc.kind == PS_OP_CONV_FWD) {
         const ps_conv_desc *c = &plan->desc.u.conv;
-        const ps_conv_shape *s = &e->conv;
+        int64_t OH, OW;
+        ps_conv_output_dims(c, &OH, &OW);
         n = snprintf(text, sizeof text,
                      "conv_fwd f32 %s N=%lld C=%lld K=%lld H=%lld W=%lld R=%lld S=%lld stride=%lldx%lld "
                      "pad=%lld,%lld,%lld,%lld dilation=%lldx%lld -> OH=%lld OW=%lld%s%s\n"
                      "schedule: %s\n"
-                     "tile space: n=%lld k=%lld oh=%lld ow=%lld c=%lld; %lld edge segments; threads=%d\n"
+                     "tile space: n=%lld k=%lld oh=%lld ow=%lld c=%lld%s; %lld edge segments; threads=%d\n"
                      "microkernel: LIBXSMM batch-reduce GEMM %dx%dx%d, batch %lld (C blocks x taps), remainders m=%lld k=%lld\n"
                      "packed weights: %zu bytes; workspace: %zu bytes; planned in %.3f ms",
                      c->layout == PS_LAYOUT_NHWC ? "nhwc" : "nchw", (long long)c->N, (long long)c->C, (long long)c->K,
                      (long long)c->H, (long long)c->W, (long long)c->R, (long long)c->S, (long long)c->stride_h,
                      (long long)c->stride_w, (long long)c->pad_top, (long long)c->pad_bottom, (long long)c->pad_left,
-                     (long long)c->pad_right, (long long)c->dilation_h, (long long)c->dilation_w, (long long)s->OH,
-                     (long long)s->OW, (c->post_ops & PS_POST_BIAS) ? " +bias" : "", (c->post_ops & PS_POST_RELU) ? " +relu" : "",
+                     (long long)c->pad_right, (long long)c->dilation_h, (long long)c->dilation_w, (long long)OH,
+                     (long long)OW, (c->post_ops & PS_POST_BIAS) ? " +bias" : "", (c->post_ops & PS_POST_RELU) ? " +relu" : "",
                      sched, (long long)e->ext[0], (long long)e->ext[1], (long long)e->ext[2], (long long)e->ext[3],
-                     (long long)e->ext[4], (long long)e->n_segs, e->nthreads, e->ks.m, e->ks.n, e->ks.k,
+                     (long long)e->ext[4], e->conv.OH != OH ? " (1x1: image rows flattened into one)" : "",
+                     (long long)e->n_segs, e->nthreads, e->ks.m, e->ks.n, e->ks.k,
                      (long long)e->batch_cap, (long long)e->m_tail, (long long)e->k_tail, plan->packed_bytes,
                      plan->workspace_bytes, plan->create_ms);
     } else {

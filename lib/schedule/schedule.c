@@ -255,14 +255,15 @@ static int pick_block(int64_t e, int pref)
     return pref;
 }
 
-/* Output-column block: the widest divisor of OW in [8, 28] keeps one output
- * row segment in registers-plus-L1 and needs no remainder kernel. */
+/* Output-column block: the whole row when it is at most max; else the widest
+ * divisor of the row in [8, max] (no remainder kernel); else the whole row if
+ * it is under 2*max (one call beats a block plus a remainder); else max. */
 static int pick_width(int64_t ow, int max)
 {
     if (ow <= max) return (int)ow;
     for (int b = max; b >= 8; b--)
         if (ow % b == 0) return b;
-    return max;
+    return ow < 2 * max ? (int)ow : max;
 }
 
 ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
