@@ -33,10 +33,11 @@ static ps_status dispatch(ps_brgemm *out, int64_t m, int64_t n, int64_t k, int64
 /* Kernels for one tile width n. Index [1] of m is used by the last
  * output-channel block (size m_tail, which may equal m), index [1] of k by the
  * remainder reduction block; variants for blocks that do not exist stay NULL. */
-static ps_status dispatch_set(ps_kernel_set *ks, const ps_exec *e, int64_t n, int64_t lda_full, int64_t lda_tail,
-                              int64_t ldb, int64_t ldc)
+static ps_status dispatch_set(ps_kernel_set *ks, const ps_exec *e, int64_t n, int64_t k_mult, int64_t lda_full,
+                              int64_t lda_tail, int64_t ldb, int64_t ldc)
 {
-    const int64_t ms[2] = {e->ks.m, e->m_tail}, kk[2] = {e->ks.k, e->k_tail}, ldas[2] = {lda_full, lda_tail};
+    const int64_t ms[2] = {e->ks.m, e->m_tail}, kk[2] = {e->ks.k * k_mult, e->k_tail * k_mult};
+    const int64_t ldas[2] = {lda_full, lda_tail};
     const int need_m[2] = {e->ext[PS_DIM_K] > 1, 1}, need_k[2] = {e->k_full_blocks > 0, e->k_tail > 0};
     ps_status st;
     memset(ks, 0, sizeof *ks);
@@ -111,9 +112,16 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
     }
     e->seg_begin[e->ext[PS_DIM_OW]] = ns;
     e->n_segs = ns;
+    /* Expanded taps pay a copy of (taps x C) floats per output pixel and
+     * row to turn k = C into k = taps x C: worth it only for few channels. */
+    e->expand = e->k_blocks == 1 && c->C <= 16 && c->S > 1;
+    if (e->expand) e->batch_cap = c->R;
     for (int64_t i = 0; i < ns; i++) {
-        /* Identical widths share kernels: LIBXSMM's registry returns the same code. */
-        if ((st = dispatch_set(&e->segs[i].kernels, e, e->segs[i].width, e->ks.m, e->m_tail, ldb, ldc))) return st;
+        /* Identical shapes share kernels: LIBXSMM's registry returns the same code. */
+        int64_t taps = e->expand ? e->segs[i].s_hi - e->segs[i].s_lo : 1;
+        if ((st = dispatch_set(&e->segs[i].kernels, e, e->segs[i].width, taps, e->ks.m, e->m_tail,
+                               e->expand ? c->S * c->C : ldb, ldc)))
+            return st;
     }
     return PS_SUCCESS;
 }
@@ -137,9 +145,9 @@ static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d)
     e->lda = e->ks.m;
     e->ldb = e->ks.k;
     ps_status st;
-    if (e->ext[PS_DIM_OW] > 1 && (st = dispatch_set(&e->gemm_kernels[0], e, e->ks.n, e->lda, e->lda, e->ldb, g->ldc)))
+    if (e->ext[PS_DIM_OW] > 1 && (st = dispatch_set(&e->gemm_kernels[0], e, e->ks.n, 1, e->lda, e->lda, e->ldb, g->ldc)))
         return st;
-    if ((st = dispatch_set(&e->gemm_kernels[1], e, e->n_tail, e->lda, e->lda, e->ldb, g->ldc))) return st;
+    if ((st = dispatch_set(&e->gemm_kernels[1], e, e->n_tail, 1, e->lda, e->lda, e->ldb, g->ldc))) return st;
     return PS_SUCCESS;
 }
 

@@ -11,6 +11,7 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 typedef struct tile_ctx {
     const ps_exec *e;
     const float *src, *wei, *bias, *a, *b;
+    const float *xsrc;          /* expanded taps (exec->expand), else NULL */
     float *dst, *c;
     const float **abuf, **bbuf; /* batch address lists, batch_cap entries each */
 } tile_ctx;
@@ -68,6 +69,14 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
             int64_t lo = part ? e->k_full_blocks : cb0, hi = part ? (has_tail ? e->k_blocks : lo) : full_hi;
             if (hi <= lo) continue;
             unsigned long long cnt = 0;
+            if (e->expand) {
+                /* One C block; taps s_lo..s_hi-1 of a column sit side by side. */
+                const float *xs = t->xsrc + ((n * c->H * c->OW + sg->ow0) * c->S + sg->s_lo) * c->C;
+                for (int64_t r = r_lo; r < r_hi; r++, cnt++) {
+                    t->abuf[cnt] = wblk + (r * c->S + sg->s_lo) * c->C * mk;
+                    t->bbuf[cnt] = xs + (ih0 + r * c->dh) * c->OW * c->S * c->C;
+                }
+            } else
             for (int64_t r = r_lo; r < r_hi; r++) {
                 const float *row = img + (ih0 + r * c->dh) * c->W * c->C;
                 for (int64_t s = sg->s_lo; s < sg->s_hi; s++) {
@@ -186,6 +195,8 @@ size_t ps_exec_workspace_bytes(const ps_exec *e)
     size_t floats = 0;
     if (e->kind == PS_OP_CONV_FWD && e->nchw)
         floats = (size_t)(ps_conv_src_elems(&e->conv) + ps_conv_dst_elems(&e->conv));
+    if (e->kind == PS_OP_CONV_FWD && e->expand)
+        floats += (size_t)(e->conv.N * e->conv.H * e->conv.OW * e->conv.S * e->conv.C);
     if (e->kind == PS_OP_GEMM) /* packed A and B, blocks padded to full size */
         floats = (size_t)(e->k_blocks * e->ks.k * (e->ext[PS_DIM_K] * e->ks.m + e->ext[PS_DIM_OW] * e->ks.n));
     /* 64 bytes of slack to align the regions of a caller's buffer. */
@@ -281,6 +292,25 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
                 for (int64_t i = 0; i < M; i++) cm[i + j * ldc] = beta == 0.0f ? 0.0f : beta * cm[i + j * ldc];
             return;
         }
+    }
+    if (e->kind == PS_OP_CONV_FWD && e->expand) {
+        /* X[n][ih][ow][s][c] = src[n][ih][ow*sw - pl + s*dw][c] for the taps
+         * inside the image; the others are never read. */
+        const ps_conv_shape *c = &e->conv;
+        float *x = scratch + scratch_floats;
+        const float *in = base.src;
+#pragma omp parallel for collapse(2) num_threads(e->nthreads) schedule(static)
+        for (int64_t n = 0; n < c->N; n++)
+            for (int64_t ih = 0; ih < c->H; ih++)
+                for (int64_t ow = 0; ow < c->OW; ow++)
+                    for (int64_t s = 0; s < c->S; s++) {
+                        int64_t iw = ow * c->sw - c->pl + s * c->dw;
+                        if (iw >= 0 && iw < c->W)
+                            memcpy(x + (((n * c->H + ih) * c->OW + ow) * c->S + s) * c->C,
+                                   in + ((n * c->H + ih) * c->W + iw) * c->C, (size_t)c->C * sizeof(float));
+                    }
+        base.xsrc = x;
+        scratch_floats += (size_t)(c->N * c->H * c->OW * c->S * c->C);
     }
     const float **addr = (const float **)(ws + ((scratch_floats * sizeof(float) + 63) & ~(size_t)63));
 #pragma omp parallel num_threads(e->nthreads)
