@@ -7,3 +7,9 @@ ctest --test-dir build --output-on-failure
 # Python binding (numpy) and the PyTorch example, against the library just built.
 # Debian's interpreter: the one python3-numpy/python3-torch belong to.
 POLYSCI_LIBRARY="$PWD/build/lib/libpolysci.so" /usr/bin/python3 -m pytest -q -p no:cacheprovider bindings/python
+# Install into a scratch prefix and build + run examples/consumer/ against it
+# (find_package(polysci) and pkg-config, shared and static).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cmake --install build --prefix "$tmp" >/dev/null
+bash examples/consumer/check.sh "$tmp"
