@@ -14,11 +14,13 @@
  *
  * What is analysed is the loop-equivalent code of what the executor runs:
  * the schedule's loops around the microkernel, whose BRGEMM calls are
- * replaced by their element loops (conv: per ow-block segment, per C part,
- * batch r, s, c-block, then ow, c, k; gemm: per C part, then j, kk, i).
- * Arrays: conv "I" (input, NHWC), "Wt" (weights, one element per k,c,r,s),
- * "O" (output); gemm and matmul "A", "B", "C" (column-major normalized
- * C[M][N] += A[M][K] B[K][N]). Inputs only give read-after-read reuse; every
+ * replaced by their element loops (conv: per padding-edge segment of the
+ * ow-block, per C part, batch r, s, c-block, then ow, c, k — with few input
+ * channels per filter row ow, s, c, k over the expanded input copy; gemm:
+ * per C part, then j, kk, i).
+ * Arrays: conv "I" (input, NHWC; "X", the expanded copy, with few input
+ * channels), "Wt" (weights, one element per k,c,r,s), "O" (output); gemm and
+ * matmul "A", "B", "C" (C[M][N] += A[M][K] B[K][N]). Inputs only give read-after-read reuse; every
  * output element is read and written by each iteration touching it, so its
  * RAR, RAW, WAR and WAW dependences coincide and are all listed.
  *
@@ -36,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "polysci/export.h"
 #include "polysci/status.h"
 #include "polysci/desc.h"
 #include "polysci/schedule.h"
@@ -65,12 +68,12 @@ typedef struct ps_analysis_options {
 } ps_analysis_options;
 
 /* Fills *opts with defaults (1 thread, PS_ANALYSIS_FAST). */
-void ps_analysis_options_init(ps_analysis_options *opts);
+PS_API void ps_analysis_options_init(ps_analysis_options *opts);
 
 /* __give *out: the analysis of `sched` running `desc` (conv or gemm; the
  * schedule must be valid for the descriptor). opts may be NULL. On error *out
  * is set to NULL. */
-ps_status ps_analysis_create(const ps_desc *desc, const ps_schedule *sched, const ps_analysis_options *opts,
+PS_API ps_status ps_analysis_create(const ps_desc *desc, const ps_schedule *sched, const ps_analysis_options *opts,
                              ps_analysis **out);
 
 /* __give *out: the analysis of the paper's Figure 4 matrix multiplication
@@ -79,14 +82,14 @@ ps_status ps_analysis_create(const ps_desc *desc, const ps_schedule *sched, cons
  * "jik", ...). Row-major element indices as in the figure; element counts
  * do not depend on the layout. opts may be NULL (num_threads is ignored:
  * the figure has no parallel loop). */
-ps_status ps_analysis_create_matmul(int64_t M, int64_t N, int64_t K, const char *order,
+PS_API ps_status ps_analysis_create_matmul(int64_t M, int64_t N, int64_t K, const char *order,
                                     const ps_analysis_options *opts, ps_analysis **out);
 
 /* __take. NULL is a no-op. */
-void ps_analysis_destroy(ps_analysis *a);
+PS_API void ps_analysis_destroy(ps_analysis *a);
 
 /* Number of dependences found (0 when no element is ever reused). */
-int ps_analysis_num_dependences(const ps_analysis *a);
+PS_API int ps_analysis_num_dependences(const ps_analysis *a);
 
 typedef struct ps_dependence_info {
     const char *array;         /* "I", "Wt", "O" / "A", "B", "C"; owned by the analysis */
@@ -100,18 +103,18 @@ typedef struct ps_dependence_info {
 } ps_dependence_info;
 
 /* Fills *info for dependence i (0 <= i < ps_analysis_num_dependences). */
-ps_status ps_analysis_get_dependence(const ps_analysis *a, int i, ps_dependence_info *info);
+PS_API ps_status ps_analysis_get_dependence(const ps_analysis *a, int i, ps_dependence_info *info);
 
 /* Single fields of dependence i; NULL / -1 when a or i is invalid. */
-const char *ps_analysis_dep_array(const ps_analysis *a, int i);
-const char *ps_analysis_dep_kind(const ps_analysis *a, int i);
-int64_t ps_analysis_dep_ws_min(const ps_analysis *a, int i);
-int64_t ps_analysis_dep_ws_max(const ps_analysis *a, int i);
-int64_t ps_analysis_dep_ws_min_bytes(const ps_analysis *a, int i);
-int64_t ps_analysis_dep_ws_max_bytes(const ps_analysis *a, int i);
+PS_API const char *ps_analysis_dep_array(const ps_analysis *a, int i);
+PS_API const char *ps_analysis_dep_kind(const ps_analysis *a, int i);
+PS_API int64_t ps_analysis_dep_ws_min(const ps_analysis *a, int i);
+PS_API int64_t ps_analysis_dep_ws_max(const ps_analysis *a, int i);
+PS_API int64_t ps_analysis_dep_ws_min_bytes(const ps_analysis *a, int i);
+PS_API int64_t ps_analysis_dep_ws_max_bytes(const ps_analysis *a, int i);
 
 /* Bytes of one array element (4: f32). */
-int ps_analysis_element_bytes(const ps_analysis *a);
+PS_API int ps_analysis_element_bytes(const ps_analysis *a);
 
 /* The analysis as JSON, snprintf-like: always NUL-terminated when len > 0;
  * *needed (optional) gets the length without NUL; PS_ERR_BUFFER_TOO_SMALL if
@@ -122,12 +125,14 @@ int ps_analysis_element_bytes(const ps_analysis *a);
  *      "ws_max_shared": ..., "ws_min_shared_bytes": ..., "ws_max_shared_bytes": ...,
  *      "shared_only": false, "source": [...], "min_target": [...], "max_target": [...]}, ...]}
  * "loops" names the loop levels of the analysed nest, outermost first
- * (schedule loops, then the microkernel's loop-equivalent loops); source and
- * targets are iterations given as one index per level. */
-ps_status ps_analysis_to_json(const ps_analysis *a, char *buf, size_t len, size_t *needed);
+ * (schedule loops, then the microkernel's loop-equivalent loops: conv "seg",
+ * "part", "r", "s", "cb", "ow_e", "c_e", "k_e"; gemm "part", "j", "kk", "i";
+ * levels with a single iteration are left out); source and targets are
+ * iterations given as one index per level (index within the parent range). */
+PS_API ps_status ps_analysis_to_json(const ps_analysis *a, char *buf, size_t len, size_t *needed);
 
 /* The same JSON followed by a newline, written to f. */
-ps_status ps_analysis_write_json(const ps_analysis *a, FILE *f);
+PS_API ps_status ps_analysis_write_json(const ps_analysis *a, FILE *f);
 
 #ifdef __cplusplus
 }

@@ -35,8 +35,13 @@ static int64_t fdiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 
 static int64_t cdiv(int64_t a, int64_t b) { return -fdiv(-a, b); }
 
 /* Spans of one lexicographic interval, and products counted at once. */
-#define PSA_MAX_SPANS (2 * PSA_MAX_LEVELS + 6)
-#define PSA_MAX_PRODS PSA_MAX_SPANS
+/* Spans of one interval: a point or subtree at each end, one per level on
+ * either side, the middle, and one per segment where a range of segments
+ * must be split (three places at most). */
+static int max_spans(const psa_model *m)
+{
+    return 2 * m->nlev + 6 + 3 * (int)(m->seg_maxp > 1 ? m->seg_maxp : 1);
+}
 
 /* ================================================================== boxes */
 
@@ -70,6 +75,10 @@ static int64_t level_trip(const psa_model *m, int l, const psa_box *b)
     const psa_level *lv = &m->lev[l];
     const int64_t lo = b->lo[lv->coord], hi = b->hi[lv->coord];
     if (lo >= hi) return 0;
+    if (lv->segs) {
+        const int64_t blk = b->lo[PSA_COW] / m->seg_n;
+        return b->lo[PSA_COW] < b->hi[PSA_COW] ? m->seg_off[blk + 1] - m->seg_off[blk] : 0;
+    }
     if (lv->brk < 0) return (hi - lo + lv->g - 1) / lv->g;
     const psa_breaks *bk = &m->brk[lv->brk];
     int j0 = brk_upper(bk, lo), j1 = j0;
@@ -85,7 +94,18 @@ static int level_apply(const psa_model *m, int l, psa_box *b, int64_t i0, int64_
     const int64_t lo = b->lo[v], hi = b->hi[v];
     if (lo >= hi || i0 < 0 || i0 > i1) return 0;
     int64_t nlo, nhi;
-    if (lv->brk < 0) {
+    if (lv->segs) {
+        /* One segment, or all of them (the parent range). Callers never ask
+         * for other ranges: segments are not in increasing s order. */
+        const int64_t trip = level_trip(m, l, b);
+        if (i0 >= trip) return 0;
+        if (i0 == 0 && i1 >= trip - 1) return 1;
+        if (i0 != i1) return 0;
+        const int64_t j = m->seg_off[b->lo[PSA_COW] / m->seg_n] + i0;
+        nlo = max64(lo, m->seg_slo[j]);
+        nhi = min64(hi, m->seg_shi[j]);
+        if (nlo >= nhi) return 0;
+    } else if (lv->brk < 0) {
         const int64_t trip = (hi - lo + lv->g - 1) / lv->g;
         if (i0 >= trip) return 0;
         nlo = lo + i0 * lv->g;
@@ -109,6 +129,12 @@ static int64_t level_index_of(const psa_model *m, int l, const psa_box *b, int64
 {
     const psa_level *lv = &m->lev[l];
     const int64_t lo = b->lo[lv->coord];
+    if (lv->segs) {
+        const int64_t o = m->seg_off[b->lo[PSA_COW] / m->seg_n], e = m->seg_off[b->lo[PSA_COW] / m->seg_n + 1];
+        for (int64_t j = o; j < e; j++)
+            if (x >= m->seg_slo[j] && x < m->seg_shi[j]) return j - o;
+        return 0;
+    }
     if (lv->brk < 0) return (x - lo) / lv->g;
     const psa_breaks *bk = &m->brk[lv->brk];
     return brk_upper(bk, x) - brk_upper(bk, lo);
@@ -183,28 +209,35 @@ typedef struct psa_prod psa_prod;
 typedef struct psa_ws {
     const psa_model *m;
     uint64_t *w;
-    size_t cap, used, reserve;
+    size_t cap_words, used, reserve;
     int oom;
+    int internal;        /* a span list overflowed (cannot happen: max_spans) */
     int64_t *tlo, *thi;  /* interval scratch, one entry per filter row / column */
-    psa_spans *sp;       /* ws_count's spans and products */
+    int cap;             /* max_spans(m): spans of an interval, products of a count */
+    psa_spans *sp;       /* ws_count's / first_reused's spans and products */
+    psa_spans *sps;      /* search_interval's spans */
     psa_prod *all, *P;
 } psa_ws;
 
 static size_t ws_alloc(psa_ws *s, size_t n)
 {
-    if (s->used + n > s->cap) {
-        size_t cap = s->cap * 2;
+    if (!s->oom && s->used + n > s->cap_words) {
+        size_t cap = s->cap_words * 2;
         while (cap < s->used + n) cap *= 2;
         uint64_t *w = realloc(s->w, cap * sizeof *w);
-        if (!w) {
-            /* Every single request fits the reserve (sized in
-             * psa_analyze_fast); the results are discarded. */
+        if (w) {
+            s->w = w;
+            s->cap_words = cap;
+        } else {
             s->oom = 1;
-            memset(s->w, 0, s->reserve * sizeof *s->w);
-            return 0;
         }
-        s->w = w;
-        s->cap = cap;
+    }
+    if (s->oom) {
+        /* Out of memory: small requests (bitsets, interval lists) get the
+         * reserve at offset 0 so that their callers need no checks; callers
+         * of larger ones (count_rec) check `oom`. Results are discarded. */
+        memset(s->w, 0, (n < s->reserve ? n : s->reserve) * sizeof *s->w);
+        return 0;
     }
     size_t off = s->used;
     s->used += n;
@@ -462,7 +495,11 @@ static int box_fp(psa_ws *ws, psa_fpscratch *sc, const psa_box *bx, psa_prod out
             P->d[3] = iset_interval(bx->lo[PSA_CC], bx->hi[PSA_CC]);
             for (int side = 0; side < 2; side++) {
                 const psa_pairs *pp = side ? &sc->cols : &sc->rows;
-                const int64_t st = side ? m->sw : m->sh, dl = side ? m->dw : m->dh, pad = side ? m->pl : m->pt;
+                /* Element index o*st - pad + f*dl of output o and filter f;
+                 * the expanded copy X stores column pairs at ow*S + s. */
+                const int xp = side && m->expand;
+                const int64_t st = xp ? m->ext[PSA_CS] : side ? m->sw : m->sh;
+                const int64_t dl = xp ? 1 : side ? m->dw : m->dh, pad = xp ? 0 : side ? m->pl : m->pt;
                 const int64_t U = m->arr_ext[arr][1 + side];
                 int strided = 0;
                 for (int64_t i = 0; i < pp->n; i++) {
@@ -609,7 +646,7 @@ static int64_t count_rec(psa_count_ctx *cx, const int *list_in, int len, int dep
 {
     psa_ws *ws = cx->ws;
     /* The arena may move while recursing: keep the list on the stack. */
-    int list[PSA_MAX_PRODS];
+    int list[len];
     memcpy(list, list_in, (size_t)len * sizeof *list);
     const int *ord = dim_order[cx->arr];
     if (len == 1) {
@@ -634,9 +671,10 @@ static int64_t count_rec(psa_count_ctx *cx, const int *list_in, int len, int dep
     int64_t max_atoms = all_iv ? 2 * (int64_t)len : hhi - hlo;
     size_t a_size = ws_alloc(ws, (size_t)max_atoms);
     size_t a_mask = ws_alloc(ws, (size_t)(max_atoms * nw));
+    size_t eoff = all_iv ? ws_alloc(ws, (size_t)len * 2) : 0;
+    if (ws->oom) return 0;
     int64_t na = 0;
     if (all_iv) {
-        size_t eoff = ws_alloc(ws, (size_t)len * 2);
         int64_t *E = (int64_t *)(ws->w + eoff);
         for (int i = 0; i < len; i++) {
             E[2 * i] = cx->P[list[i]].d[d].lo;
@@ -691,7 +729,7 @@ static int64_t count_rec(psa_count_ctx *cx, const int *list_in, int len, int dep
                 sz[b] = 0;
             }
         }
-        int sub = 0, sl[PSA_MAX_PRODS];
+        int sub = 0, sl[len];
         for (int i = 0; i < len; i++)
             if ((ma[i / 64] >> (i % 64)) & 1u) sl[sub++] = list[i];
         total += size * count_rec(cx, sl, sub, depth + 1);
@@ -707,7 +745,7 @@ static int64_t count_union(psa_ws *ws, int arr, psa_prod *P, int n)
     if (n == 0) return 0;
     if (n == 1) return prod_count(&P[0]);
     psa_count_ctx cx = {ws, arr, P};
-    int list[PSA_MAX_PRODS];
+    int list[n];
     for (int i = 0; i < n; i++) list[i] = i;
     return count_rec(&cx, list, n, 0);
 }
@@ -724,8 +762,9 @@ struct psa_span {
 
 
 struct psa_spans {
-    int n;
-    psa_span s[PSA_MAX_SPANS];
+    int n, cap;
+    int overflow;      /* more spans than cap: an internal error */
+    psa_span s[];
 };
 
 /* pr[l] = box after fixing levels < l to v (pr[0] full); ok[l] = nonempty. */
@@ -743,6 +782,18 @@ static void span_emit(const psa_model *m, psa_spans *out, const int64_t *v, cons
                       int64_t i0, int64_t i1)
 {
     if (!ok[l] || i0 > i1) return;
+    if (l < m->nlev && m->lev[l].segs && i0 != i1) {
+        /* Segments are not in s order: a range of them is not a box. */
+        const int64_t trip = level_trip(m, l, &pr[l]);
+        if (!(i0 == 0 && i1 >= trip - 1)) {
+            for (int64_t i = i0; i <= i1 && i < trip; i++) span_emit(m, out, v, pr, ok, l, i, i);
+            return;
+        }
+    }
+    if (out->n == out->cap) {
+        out->overflow = 1;
+        return;
+    }
     psa_span *s = &out->s[out->n];
     s->p = l;
     s->i0 = i0;
@@ -763,6 +814,7 @@ static void decompose(const psa_model *m, const int64_t *a, const int64_t *b, in
     psa_box pa[PSA_MAX_LEVELS + 1], pb[PSA_MAX_LEVELS + 1];
     int oka[PSA_MAX_LEVELS + 1], okb[PSA_MAX_LEVELS + 1];
     out->n = 0;
+    out->overflow = 0;
     if (L == 0) {
         box_full(m, &pa[0]);
         oka[0] = 1;
@@ -864,6 +916,10 @@ static int test_access(const psa_pred *P, const psa_box *b)
         if (t % m->sh == 0 && t / m->sh >= b->lo[PSA_COH] && t / m->sh < b->hi[PSA_COH] && t >= 0) found = 1;
     }
     if (!found) return 0;
+    if (m->expand) { /* X column index ow*S + s */
+        const int64_t ow = e[2] / m->ext[PSA_CS], s = e[2] % m->ext[PSA_CS];
+        return ow >= b->lo[PSA_COW] && ow < b->hi[PSA_COW] && s >= b->lo[PSA_CS] && s < b->hi[PSA_CS];
+    }
     for (int64_t s = b->lo[PSA_CS]; s < b->hi[PSA_CS]; s++) {
         int64_t t = e[2] + m->pl - s * m->dw;
         if (t % m->sw == 0 && t >= 0 && t / m->sw >= b->lo[PSA_COW] && t / m->sw < b->hi[PSA_COW]) return 1;
@@ -910,10 +966,15 @@ static void pred_access(psa_pred *P, const psa_model *m, int arr, const int64_t 
         P->hhi[PSA_COH] = fdiv(e[1] + m->pt, m->sh);
         P->hlo[PSA_COW] = max64(0, cdiv(e[2] + m->pl - (m->ext[PSA_CS] - 1) * m->dw, m->sw));
         P->hhi[PSA_COW] = fdiv(e[2] + m->pl, m->sw);
+
         P->hlo[PSA_CR] = max64(0, cdiv(e[1] + m->pt - (m->ext[PSA_COH] - 1) * m->sh, m->dh));
         P->hhi[PSA_CR] = fdiv(e[1] + m->pt, m->dh);
         P->hlo[PSA_CS] = max64(0, cdiv(e[2] + m->pl - (m->ext[PSA_COW] - 1) * m->sw, m->dw));
         P->hhi[PSA_CS] = fdiv(e[2] + m->pl, m->dw);
+        if (m->expand) { /* X column index ow*S + s pins both */
+            P->hlo[PSA_COW] = P->hhi[PSA_COW] = e[2] / m->ext[PSA_CS];
+            P->hlo[PSA_CS] = P->hhi[PSA_CS] = e[2] % m->ext[PSA_CS];
+        }
     }
 }
 
@@ -939,7 +1000,7 @@ static void level_range(const psa_model *m, const psa_pred *P, int l, const psa_
     const psa_level *lv = &m->lev[l];
     const int64_t trip = level_trip(m, l, b);
     *i1 = min64(*i1, trip - 1);
-    if (lv->brk >= 0) return;
+    if (lv->brk >= 0 || lv->segs) return;
     const int v = lv->coord;
     const int64_t lo = b->lo[v];
     int64_t a = P->hlo[v] > lo ? (P->hlo[v] - lo) / lv->g : 0;
@@ -975,14 +1036,15 @@ static int search_span(const psa_model *m, const psa_pred *P, const psa_span *sp
 }
 
 /* First (last) instance passing P in [a, b] (a excluded unless incl_a). */
-static int search_interval(const psa_model *m, const psa_pred *P, const int64_t *a, const int64_t *b, int incl_a,
-                           int last, int64_t *idx)
+static int search_interval(psa_ws *ws, const psa_pred *P, const int64_t *a, const int64_t *b, int incl_a, int last,
+                           int64_t *idx)
 {
-    psa_spans sp;
-    decompose(m, a, b, incl_a, &sp);
-    for (int k = 0; k < sp.n; k++) {
-        const psa_span *s = &sp.s[last ? sp.n - 1 - k : k];
-        if (search_span(m, P, s, last, idx)) return 1;
+    psa_spans *sp = ws->sps;
+    decompose(ws->m, a, b, incl_a, sp);
+    ws->internal |= sp->overflow;
+    for (int k = 0; k < sp->n; k++) {
+        const psa_span *s = &sp->s[last ? sp->n - 1 - k : k];
+        if (search_span(ws->m, P, s, last, idx)) return 1;
     }
     return 0;
 }
@@ -1040,6 +1102,7 @@ static void ws_count(psa_ws *ws, psa_fpscratch *sc, const int64_t *a, const int6
 {
     psa_spans *sp = ws->sp;
     decompose(ws->m, a, b, 1, sp);
+    ws->internal |= sp->overflow;
     const size_t mark = ws->used;
     int n = 0;
     for (int i = 0; i < sp->n; i++)
@@ -1062,7 +1125,8 @@ static int reused_in(psa_ws *ws, psa_fpscratch *sc, int arr, const psa_box *b, c
     /* Several instances of b on one element. */
     if (arr == PSA_IN) {
         if (b->hi[PSA_CK] - b->lo[PSA_CK] >= 2) return 1;
-        for (int side = 0; side < 2; side++) {
+        /* In the expanded copy X every (ow, s) pair is its own element. */
+        for (int side = 0; side < (m->expand ? 1 : 2); side++) {
             psa_pairs *pp = side ? &sc->cols : &sc->rows;
             box_pairs(m, b, side == 0, pp);
             const int64_t st = side ? m->sw : m->sh, dl = side ? m->dw : m->dh, pad = side ? m->pl : m->pt;
@@ -1113,14 +1177,15 @@ static int reused_in(psa_ws *ws, psa_fpscratch *sc, int arr, const psa_box *b, c
 static int first_reused(psa_ws *ws, psa_fpscratch *sc, int arr, const int64_t *a, const int64_t *b, int64_t *idx)
 {
     const psa_model *m = ws->m;
-    psa_spans *sp = malloc(sizeof *sp);
-    psa_prod *later = malloc((size_t)(PSA_MAX_SPANS + PSA_MAX_LEVELS + 2) * sizeof *later);
+    psa_spans *sp = ws->sp;
+    psa_prod *later = malloc((size_t)(ws->cap + m->nlev * (m->seg_maxp > 1 ? m->seg_maxp : 1) + 2) * sizeof *later);
     int found = 0;
-    if (!sp || !later) {
+    if (!later) {
         ws->oom = 1;
         goto done;
     }
     decompose(m, a, b, 1, sp);
+    ws->internal |= sp->overflow;
     const size_t mark = ws->used;
     /* later products of spans k+1..: built from the back. */
     int nl = 0;
@@ -1157,8 +1222,14 @@ static int first_reused(psa_ws *ws, psa_fpscratch *sc, int arr, const int64_t *a
                 psa_box sub = cur, rest = cur;
                 if (!level_apply(m, l, &sub, i, i)) continue;
                 int nr = nl;
-                if (i < i1 && level_apply(m, l, &rest, i + 1, i1) && box_fp(ws, sc, &rest, fp, arr))
+                if (m->lev[l].segs) { /* the later segments one by one: they are not a box */
+                    for (int64_t j = i + 1; j <= i1; j++) {
+                        rest = cur;
+                        if (level_apply(m, l, &rest, j, j) && box_fp(ws, sc, &rest, fp, arr)) later[nr++] = fp[arr];
+                    }
+                } else if (i < i1 && level_apply(m, l, &rest, i + 1, i1) && box_fp(ws, sc, &rest, fp, arr)) {
                     later[nr++] = fp[arr];
+                }
                 if (reused_in(ws, sc, arr, &sub, later, nr)) {
                     idx[l] = i;
                     cur = sub;
@@ -1175,7 +1246,6 @@ static int first_reused(psa_ws *ws, psa_fpscratch *sc, int arr, const int64_t *a
     free(has);
     ws->used = mark;
 done:
-    free(sp);
     free(later);
     return found;
 }
@@ -1263,15 +1333,14 @@ static void shared_only_dep(psa_ws *ws, psa_fpscratch *sc, int arr, int rep, psa
     band_bounds(m, b0, e0 - 1, lo, hi);
     band_bounds(m, e0, m->T - 1, olo, ohi);
     /* Footprint of the other threads' work in arr. */
-    psa_spans *sp = malloc(sizeof *sp);
-    psa_prod *other = malloc(PSA_MAX_SPANS * sizeof *other);
-    if (!sp || !other) {
+    psa_spans *sp = ws->sp;
+    psa_prod *other = malloc((size_t)ws->cap * sizeof *other);
+    if (!other) {
         ws->oom = 1;
-        free(sp);
-        free(other);
         return;
     }
     decompose(m, olo, ohi, 1, sp);
+    ws->internal |= sp->overflow;
     const size_t mark = ws->used;
     int no = 0;
     psa_prod fp[PSA_NARR];
@@ -1288,9 +1357,8 @@ static void shared_only_dep(psa_ws *ws, psa_fpscratch *sc, int arr, int rep, psa
     Q.other = other;
     Q.nother = no;
     int64_t s[PSA_MAX_LEVELS];
-    int found = search_interval(m, &Q, lo, hi, 1, 0, s);
+    int found = search_interval(ws, &Q, lo, hi, 1, 0, s);
     ws->used = mark;
-    free(sp);
     free(other);
     if (!found) return;
     int64_t x[PSA_NCOORD], e[4];
@@ -1309,7 +1377,7 @@ static void shared_only_dep(psa_ws *ws, psa_fpscratch *sc, int arr, int rep, psa
         if (th == rep || e1 <= b) continue;
         int64_t a1[PSA_MAX_LEVELS], z1[PSA_MAX_LEVELS];
         band_bounds(m, b, min64(b + is, e1 - 1), a1, z1);
-        if (search_interval(m, &P, a1, z1, 1, 1, t)) {
+        if (search_interval(ws, &P, a1, z1, 1, 1, t)) {
             int64_t r = band_index(m, t) - b;
             if (r <= is && r > best_below) {
                 best_below = r;
@@ -1318,7 +1386,7 @@ static void shared_only_dep(psa_ws *ws, psa_fpscratch *sc, int arr, int rep, psa
         }
         if (b + is <= e1 - 1) {
             band_bounds(m, b + is, e1 - 1, a1, z1);
-            if (search_interval(m, &P, a1, z1, 1, 0, t)) {
+            if (search_interval(ws, &P, a1, z1, 1, 0, t)) {
                 int64_t r = band_index(m, t) - b;
                 if (best_above < 0 || r < best_above) {
                     best_above = r;
@@ -1327,14 +1395,14 @@ static void shared_only_dep(psa_ws *ws, psa_fpscratch *sc, int arr, int rep, psa
             }
         }
         band_bounds(m, b, e1 - 1, a1, z1);
-        if (search_interval(m, &P, a1, z1, 1, 0, t)) {
+        if (search_interval(ws, &P, a1, z1, 1, 0, t)) {
             int64_t r = band_index(m, t) - b;
             if (first < 0 || r < first) {
                 first = r;
                 memcpy(tf, t, sizeof t);
             }
         }
-        if (search_interval(m, &P, a1, z1, 1, 1, t)) {
+        if (search_interval(ws, &P, a1, z1, 1, 1, t)) {
             int64_t r = band_index(m, t) - b;
             if (r > lastv) {
                 lastv = r;
@@ -1378,6 +1446,7 @@ static void shared_only_dep(psa_ws *ws, psa_fpscratch *sc, int arr, int rep, psa
 ps_status psa_analyze_fast(const psa_model *m, psa_dep dep[PSA_NARR])
 {
     memset(dep, 0, sizeof(psa_dep) * PSA_NARR);
+
     psa_ws ws;
     memset(&ws, 0, sizeof ws);
     ws.m = m;
@@ -1388,19 +1457,21 @@ ps_status psa_analyze_fast(const psa_model *m, psa_dep dep[PSA_NARR])
     for (int a = 0; a < PSA_NARR; a++)
         for (int d = 0; d < 4; d++)
             if (dim_bits_ok(a, d)) umax = max64(umax, m->arr_ext[a][d]);
-    const int64_t nw = (PSA_MAX_PRODS + 63) / 64;
-    ws.reserve = (size_t)((max64(2 * PSA_MAX_PRODS, umax) + 2) * (nw + 1) + 2 * PSA_MAX_PRODS + bs_words(umax) + 64);
-    ws.cap = ws.reserve * 2 > 4096 ? ws.reserve * 2 : 4096;
+    ws.cap = max_spans(m);
+    ws.reserve = (size_t)(bs_words(umax) + 2 * ws.cap + 64);
+    ws.cap_words = ws.reserve + 2048;
     ws.used = ws.reserve;
-    ws.w = malloc(ws.cap * sizeof *ws.w);
+    ws.w = malloc(ws.cap_words * sizeof *ws.w);
     psa_fpscratch sc;
     int64_t *pairbuf = malloc((size_t)fmax * 6 * sizeof *pairbuf);
     ws.tlo = malloc((size_t)fmax * sizeof *ws.tlo);
     ws.thi = malloc((size_t)fmax * sizeof *ws.thi);
-    ws.sp = malloc(sizeof *ws.sp);
-    ws.all = malloc((size_t)PSA_MAX_PRODS * PSA_NARR * sizeof *ws.all);
-    ws.P = malloc((size_t)PSA_MAX_PRODS * sizeof *ws.P);
-    if (!pairbuf || !ws.tlo || !ws.thi || !ws.w || !ws.sp || !ws.all || !ws.P) {
+    ws.sp = malloc(sizeof *ws.sp + (size_t)ws.cap * sizeof(psa_span));
+    ws.sps = malloc(sizeof *ws.sps + (size_t)ws.cap * sizeof(psa_span));
+    ws.all = malloc((size_t)ws.cap * PSA_NARR * sizeof *ws.all);
+    ws.P = malloc((size_t)ws.cap * sizeof *ws.P);
+    if (!pairbuf || !ws.tlo || !ws.thi || !ws.w || !ws.sp || !ws.sps || !ws.all || !ws.P) {
+        free(ws.sps);
         free(pairbuf);
         free(ws.tlo);
         free(ws.thi);
@@ -1410,6 +1481,7 @@ ps_status psa_analyze_fast(const psa_model *m, psa_dep dep[PSA_NARR])
         free(ws.P);
         return ps_error(PS_ERR_OUT_OF_MEMORY, "analysis: out of memory");
     }
+    ws.sp->cap = ws.sps->cap = ws.cap;
     sc.rows.x = pairbuf;
     sc.rows.a = pairbuf + fmax;
     sc.rows.b = pairbuf + 2 * fmax;
@@ -1428,7 +1500,7 @@ ps_status psa_analyze_fast(const psa_model *m, psa_dep dep[PSA_NARR])
     V.test = test_valid;
     pred_hull_full(&V);
     int64_t f[PSA_MAX_LEVELS];
-    if (search_interval(m, &V, lo, hi, 1, 0, f)) {
+    if (search_interval(&ws, &V, lo, hi, 1, 0, f)) {
         for (int arr = 0; arr < PSA_NARR && !ws.oom; arr++) {
             psa_dep *d = &dep[arr];
             int64_t x[PSA_NCOORD], e[4], s[PSA_MAX_LEVELS], t[PSA_MAX_LEVELS];
@@ -1437,20 +1509,20 @@ ps_status psa_analyze_fast(const psa_model *m, psa_dep dep[PSA_NARR])
             psa_access(m, arr, x, e);
             pred_access(&P, m, arr, e);
             int ok = 0;
-            if (search_interval(m, &P, f, hi, 0, 0, t)) {
+            if (search_interval(&ws, &P, f, hi, 0, 0, t)) {
                 memcpy(s, f, sizeof s);
                 ok = 1;
             } else if (first_reused(&ws, &sc, arr, lo, hi, s)) {
                 psa_coords_of(m, s, x);
                 psa_access(m, arr, x, e);
                 pred_access(&P, m, arr, e);
-                ok = search_interval(m, &P, s, hi, 0, 0, t);
+                ok = search_interval(&ws, &P, s, hi, 0, 0, t);
             }
             if (ok) {
                 d->exists = 1;
                 memcpy(d->src, s, sizeof d->src);
                 memcpy(d->tmin, t, sizeof d->tmin);
-                search_interval(m, &P, s, hi, 0, 1, d->tmax);
+                search_interval(&ws, &P, s, hi, 0, 1, d->tmax);
                 ws_count(&ws, &sc, s, d->tmin, d->ws_min_arr);
                 ws_count(&ws, &sc, s, d->tmax, d->ws_max_arr);
                 sum_arrays(d);
@@ -1460,14 +1532,16 @@ ps_status psa_analyze_fast(const psa_model *m, psa_dep dep[PSA_NARR])
             if (d->exists) psa_fill_shared(m, d);
         }
     }
-    int oom = ws.oom;
+    int oom = ws.oom, internal = ws.internal;
     free(pairbuf);
     free(ws.tlo);
     free(ws.thi);
     free(ws.w);
     free(ws.sp);
+    free(ws.sps);
     free(ws.all);
     free(ws.P);
     if (oom) return ps_error(PS_ERR_OUT_OF_MEMORY, "analysis: out of memory");
+    if (internal) return ps_error(PS_ERR_BACKEND, "analysis: internal error (span list overflow)");
     return PS_SUCCESS;
 }

@@ -73,9 +73,13 @@ static void sb_access(psa_sb *b, const psa_model *m, int arr)
     sb_tuple(b, m);
     switch (arr) {
     case PSA_IN:
-        sb_printf(b, " -> %s[n, %lld*oh - %lld + %lld*r, %lld*ow - %lld + %lld*s, c] }", m->arr_name[arr],
-                  (long long)m->sh, (long long)m->pt, (long long)m->dh, (long long)m->sw, (long long)m->pl,
-                  (long long)m->dw);
+        if (m->expand)
+            sb_printf(b, " -> %s[n, %lld*oh - %lld + %lld*r, %lld*ow + s, c] }", m->arr_name[arr], (long long)m->sh,
+                      (long long)m->pt, (long long)m->dh, (long long)m->ext[PSA_CS]);
+        else
+            sb_printf(b, " -> %s[n, %lld*oh - %lld + %lld*r, %lld*ow - %lld + %lld*s, c] }", m->arr_name[arr],
+                      (long long)m->sh, (long long)m->pt, (long long)m->dh, (long long)m->sw, (long long)m->pl,
+                      (long long)m->dw);
         break;
     case PSA_WT: sb_printf(b, " -> %s[k, c, r, s] }", m->arr_name[arr]); break;
     default: sb_printf(b, " -> %s[n, oh, ow, k] }", m->arr_name[arr]); break;
@@ -101,7 +105,33 @@ static void sb_domain(psa_sb *b, const psa_model *m, int thread)
     for (int l = 0; l < m->nlev; l++) {
         const psa_level *lv = &m->lev[l];
         const char *cv = coord_names[lv->coord];
-        if (lv->brk >= 0) {
+        if (lv->segs) {
+            /* Key: the segment's position in its ow-block; blocks with the
+             * same segments share one disjunct per segment. */
+            sb_printf(b, " and (");
+            int firstd = 1;
+            for (int64_t b0 = 0; b0 < m->seg_nblocks;) {
+                int64_t b1 = b0 + 1;
+                const int64_t o0 = m->seg_off[b0], np = m->seg_off[b0 + 1] - o0;
+                while (b1 < m->seg_nblocks && m->seg_off[b1 + 1] - m->seg_off[b1] == np) {
+                    int same = 1;
+                    for (int64_t j = 0; j < np && same; j++)
+                        same = m->seg_slo[m->seg_off[b1] + j] == m->seg_slo[o0 + j] &&
+                               m->seg_shi[m->seg_off[b1] + j] == m->seg_shi[o0 + j];
+                    if (!same) break;
+                    b1++;
+                }
+                for (int64_t j = 0; j < np; j++) {
+                    sb_printf(b, "%s(l%d = %lld and %lld <= ow < %lld and %lld <= s < %lld)", firstd ? "" : " or ", l,
+                              (long long)j, (long long)(b0 * m->seg_n), (long long)(b1 * m->seg_n),
+                              (long long)m->seg_slo[o0 + j], (long long)m->seg_shi[o0 + j]);
+                    firstd = 0;
+                }
+                b0 = b1;
+            }
+            sb_printf(b, "%s)", firstd ? "false" : "");
+            after_breaks[PSA_CS] = 1;
+        } else if (lv->brk >= 0) {
             const psa_breaks *bk = &m->brk[lv->brk];
             sb_printf(b, " and (");
             for (int p = 0; p <= bk->n; p++) {

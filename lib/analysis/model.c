@@ -25,6 +25,10 @@ void psa_model_release(psa_model *m)
         m->brk[i].v = NULL;
         m->brk[i].n = 0;
     }
+    free(m->seg_off);
+    free(m->seg_slo);
+    free(m->seg_shi);
+    m->seg_off = m->seg_slo = m->seg_shi = NULL;
 }
 
 static void add_level(psa_model *m, int coord, int64_t g, int brk, int tile_dim, int64_t tile, int parallel,
@@ -34,6 +38,7 @@ static void add_level(psa_model *m, int coord, int64_t g, int brk, int tile_dim,
     l->coord = coord;
     l->g = g;
     l->brk = brk;
+    l->segs = 0;
     l->tile_dim = tile_dim;
     l->tile = tile;
     l->parallel = parallel;
@@ -45,7 +50,7 @@ static int64_t parent_span(const psa_model *m, int coord)
 {
     int64_t span = m->ext[coord];
     for (int i = 0; i < m->nlev; i++)
-        if (m->lev[i].coord == coord && m->lev[i].brk < 0) span = min64(span, m->lev[i].g);
+        if (m->lev[i].coord == coord && m->lev[i].brk < 0 && !m->lev[i].segs) span = min64(span, m->lev[i].g);
     return span;
 }
 
@@ -74,27 +79,58 @@ static ps_status set_breaks(psa_breaks *b, const int64_t *v, int n)
     return PS_SUCCESS;
 }
 
-/* Output columns where the executor's segments (runs of columns with equal
- * valid filter-column range) change. */
-static ps_status conv_segment_breaks(psa_model *m)
+/* The executor's segments (lib/execution/build.c): per ow-block, runs of
+ * filter columns valid on the same output columns, the one spanning the
+ * whole block moved first. */
+static ps_status conv_segments(psa_model *m, int64_t n)
 {
-    const int64_t OW = m->ext[PSA_COW], S = m->ext[PSA_CS];
-    int64_t *v = malloc((size_t)(OW > 0 ? OW : 1) * sizeof *v);
-    if (!v) return ps_error(PS_ERR_OUT_OF_MEMORY, "analysis: out of memory");
-    int n = 0;
-    int64_t plo = -1, phi = -1;
-    for (int64_t ow = 0; ow < OW; ow++) {
-        int64_t iw0 = ow * m->sw - m->pl;
-        int64_t lo = max64(0, ceil_div(max64(0, -iw0), m->dw));
-        int64_t hi = min64(S, floor_div(m->W - 1 - iw0, m->dw) + 1);
-        if (hi < lo) hi = lo;
-        if (ow > 0 && (lo != plo || hi != phi)) v[n++] = ow;
-        plo = lo;
-        phi = hi;
+    const int64_t OW = m->ext[PSA_COW], S = m->ext[PSA_CS], nb = ceil_div(OW, n);
+    m->seg_n = n;
+    m->seg_nblocks = nb;
+    m->seg_maxp = 0;
+    m->seg_off = malloc((size_t)(nb + 1) * sizeof *m->seg_off);
+    m->seg_slo = malloc((size_t)(nb * S) * sizeof *m->seg_slo);
+    m->seg_shi = malloc((size_t)(nb * S) * sizeof *m->seg_shi);
+    int64_t *olo = malloc((size_t)S * sizeof *olo), *ohi = malloc((size_t)S * sizeof *ohi);
+    if (!m->seg_off || !m->seg_slo || !m->seg_shi || !olo || !ohi) {
+        free(olo);
+        free(ohi);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "analysis: out of memory");
     }
-    ps_status st = set_breaks(&m->brk[0], v, n);
-    free(v);
-    return st;
+    int64_t np = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t a0 = b * n, a1 = min64((b + 1) * n, OW), first = np;
+        m->seg_off[b] = np;
+        for (int64_t s = 0; s < S; s++) {
+            int64_t lo = max64(a0, ceil_div(max64(0, m->pl - s * m->dw), m->sw));
+            int64_t hi = min64(a1, floor_div(m->W - 1 + m->pl - s * m->dw, m->sw) + 1);
+            if (hi <= lo) continue;
+            if (np > first && m->seg_shi[np - 1] == s && olo[np - first - 1] == lo && ohi[np - first - 1] == hi) {
+                m->seg_shi[np - 1] = s + 1;
+            } else {
+                olo[np - first] = lo;
+                ohi[np - first] = hi;
+                m->seg_slo[np] = s;
+                m->seg_shi[np] = s + 1;
+                np++;
+            }
+        }
+        for (int64_t i = first; i < np; i++) {
+            if (olo[i - first] == a0 && ohi[i - first] == a1) {
+                int64_t slo = m->seg_slo[i], shi = m->seg_shi[i];
+                memmove(&m->seg_slo[first + 1], &m->seg_slo[first], (size_t)(i - first) * sizeof *m->seg_slo);
+                memmove(&m->seg_shi[first + 1], &m->seg_shi[first], (size_t)(i - first) * sizeof *m->seg_shi);
+                m->seg_slo[first] = slo;
+                m->seg_shi[first] = shi;
+                break;
+            }
+        }
+        m->seg_maxp = max64(m->seg_maxp, np - first);
+    }
+    m->seg_off[nb] = np;
+    free(olo);
+    free(ohi);
+    return PS_SUCCESS;
 }
 
 /* The executor runs a chunk's full C blocks, then the remainder block. */
@@ -110,10 +146,16 @@ static ps_status part_breaks(psa_model *m, int64_t k)
 
 static const int dim_coord[PS_DIM_COUNT] = {PSA_CN, PSA_CK, PSA_COH, PSA_COW, PSA_CC};
 
+/* Loop names in the user's terms: for row-major GEMMs the stage's K and OW
+ * dimensions were swapped (as the executor does) and are named back. */
 static ps_status add_schedule_loops(psa_model *m, const ps_stage *sg, const int64_t text[PS_DIM_COUNT],
-                                    const int64_t unit[PS_DIM_COUNT], int is_gemm)
+                                    const int64_t unit[PS_DIM_COUNT], int is_gemm, int swapped)
 {
-    const char *const *names = is_gemm ? gemm_dim_names : conv_dim_names;
+    const char *names[PS_DIM_COUNT];
+    for (int d = 0; d < PS_DIM_COUNT; d++) {
+        int u = swapped && d == PS_DIM_K ? PS_DIM_OW : swapped && d == PS_DIM_OW ? PS_DIM_K : d;
+        names[d] = is_gemm ? gemm_dim_names[u] : conv_dim_names[u];
+    }
     int64_t last_tile[PS_DIM_COUNT];
     for (int d = 0; d < PS_DIM_COUNT; d++) last_tile[d] = INT64_MAX;
     if (sg->n_loops < 0 || sg->n_loops > PS_SCHEDULE_MAX_LOOPS)
@@ -181,28 +223,36 @@ static ps_status add_schedule_loops(psa_model *m, const ps_stage *sg, const int6
     return PS_SUCCESS;
 }
 
-static void set_arrays(psa_model *m, int is_conv)
+static void set_arrays(psa_model *m, int is_conv, int swapped)
 {
     const int64_t *x = m->ext;
-    int64_t in[4] = {x[PSA_CN], m->H, m->W, x[PSA_CC]};
+    int64_t in[4] = {x[PSA_CN], m->H, m->expand ? x[PSA_COW] * x[PSA_CS] : m->W, x[PSA_CC]};
     int64_t wt[4] = {x[PSA_CK], x[PSA_CC], x[PSA_CR], x[PSA_CS]};
     int64_t out[4] = {x[PSA_CN], x[PSA_COH], x[PSA_COW], x[PSA_CK]};
     memcpy(m->arr_ext[PSA_IN], in, sizeof in);
     memcpy(m->arr_ext[PSA_WT], wt, sizeof wt);
     memcpy(m->arr_ext[PSA_OUT], out, sizeof out);
     if (is_conv) {
-        m->arr_name[PSA_IN] = "I";
+        m->arr_name[PSA_IN] = m->expand ? "X" : "I";
         m->arr_name[PSA_WT] = "Wt";
         m->arr_name[PSA_OUT] = "O";
         m->order[0] = PSA_IN;
         m->order[1] = PSA_WT;
         m->order[2] = PSA_OUT;
-    } else {
+    } else if (!swapped) {
         m->arr_name[PSA_IN] = "B";
         m->arr_name[PSA_WT] = "A";
         m->arr_name[PSA_OUT] = "C";
         m->order[0] = PSA_WT;
         m->order[1] = PSA_IN;
+        m->order[2] = PSA_OUT;
+    } else {
+        /* Row-major: the normalized problem is C^T = B^T A^T. */
+        m->arr_name[PSA_IN] = "A";
+        m->arr_name[PSA_WT] = "B";
+        m->arr_name[PSA_OUT] = "C";
+        m->order[0] = PSA_IN;
+        m->order[1] = PSA_WT;
         m->order[2] = PSA_OUT;
     }
 }
@@ -216,7 +266,19 @@ ps_status psa_model_from_schedule(const ps_desc *desc, const ps_schedule *sched,
     if (sched->n_stages != 1)
         return ps_error(PS_ERR_UNSUPPORTED, "analysis: %d stages; only single-stage schedules are analysed",
                         sched->n_stages);
-    const ps_stage *sg = &sched->stages[0];
+    /* Row-major GEMMs run as the transposed column-major problem: the
+     * schedule's m (rows of the user's C) blocks the normalized columns. */
+    const int swapped = desc->kind == PS_OP_GEMM && desc->u.gemm.order == PS_ROW_MAJOR;
+    ps_stage stage = sched->stages[0];
+    if (swapped) {
+        stage.kernel.m = sched->stages[0].kernel.n;
+        stage.kernel.n = sched->stages[0].kernel.m;
+        for (int i = 0; i < stage.n_loops && i < PS_SCHEDULE_MAX_LOOPS; i++)
+            stage.loops[i].dim = stage.loops[i].dim == PS_DIM_K    ? PS_DIM_OW
+                                 : stage.loops[i].dim == PS_DIM_OW ? PS_DIM_K
+                                                                   : stage.loops[i].dim;
+    }
+    const ps_stage *sg = &stage;
     const ps_kernel_shape *ks = &sg->kernel;
     if (ks->m < 1 || ks->n < 1 || ks->k < 1 || ks->batch < 1)
         return ps_error(PS_ERR_INVALID_SCHEDULE, "analysis: microkernel %dx%dx%d/%d out of range", ks->m, ks->n,
@@ -230,6 +292,8 @@ ps_status psa_model_from_schedule(const ps_desc *desc, const ps_schedule *sched,
         m->H = c.H; m->W = c.W; m->sh = c.sh; m->sw = c.sw; m->pt = c.pt; m->pl = c.pl; m->dh = c.dh; m->dw = c.dw;
         int64_t x[PSA_NCOORD] = {c.N, c.K, c.OH, c.OW, c.C, c.R, c.S};
         memcpy(m->ext, x, sizeof x);
+        /* The executor's rule (build.c): one C block, few channels, S > 1. */
+        m->expand = ceil_div(c.C, ks->k) == 1 && c.C <= 16 && c.S > 1;
         unit[PS_DIM_N] = 1; unit[PS_DIM_K] = ks->m; unit[PS_DIM_OH] = 1; unit[PS_DIM_OW] = ks->n;
         unit[PS_DIM_C] = (int64_t)ks->batch * ks->k;
     } else {
@@ -245,24 +309,34 @@ ps_status psa_model_from_schedule(const ps_desc *desc, const ps_schedule *sched,
     for (int d = 0; d < PS_DIM_COUNT; d++) text[d] = ceil_div(m->ext[dim_coord[d]], unit[d]);
     if (m->ext[PSA_COH] < 1 || m->ext[PSA_COW] < 1)
         return ps_error(PS_ERR_INVALID_ARG, "analysis: empty output");
-    set_arrays(m, m->op == PSA_OP_CONV);
-    if ((st = add_schedule_loops(m, sg, text, unit, m->op == PSA_OP_GEMM))) goto fail;
+    set_arrays(m, m->op == PSA_OP_CONV, swapped);
+    if ((st = add_schedule_loops(m, sg, text, unit, m->op == PSA_OP_GEMM, swapped))) goto fail;
     if ((st = part_breaks(m, ks->k))) goto fail;
     if (m->op == PSA_OP_CONV) {
-        if ((st = conv_segment_breaks(m))) goto fail;
-        add_breaks_level(m, PSA_COW, 0, "seg");
+        if ((st = conv_segments(m, ks->n))) goto fail;
+        if (m->seg_maxp > 1) {
+            add_level(m, PSA_CS, 0, -1, -1, 0, 0, "seg");
+            m->lev[m->nlev - 1].segs = 1;
+        }
         add_breaks_level(m, PSA_CC, 1, "part");
-        add_mk_level(m, PSA_CR, 1, "r");
-        add_mk_level(m, PSA_CS, 1, "s");
-        add_mk_level(m, PSA_CC, ks->k, "cb");
-        add_mk_level(m, PSA_COW, 1, "ow");
-        add_mk_level(m, PSA_CC, 1, "c");
-        add_mk_level(m, PSA_CK, 1, "k");
+        if (m->expand) {
+            /* One call per filter row: k = the segment's taps x C. */
+            add_mk_level(m, PSA_CR, 1, "r");
+            add_mk_level(m, PSA_COW, 1, "ow_e");
+            add_mk_level(m, PSA_CS, 1, "s");
+        } else {
+            add_mk_level(m, PSA_CR, 1, "r");
+            add_mk_level(m, PSA_CS, 1, "s");
+            add_mk_level(m, PSA_CC, ks->k, "cb");
+            add_mk_level(m, PSA_COW, 1, "ow_e");
+        }
+        add_mk_level(m, PSA_CC, 1, "c_e");
+        add_mk_level(m, PSA_CK, 1, "k_e");
     } else {
         add_breaks_level(m, PSA_CC, 1, "part");
-        add_mk_level(m, PSA_COW, 1, "j");
+        add_mk_level(m, PSA_COW, 1, swapped ? "i" : "j");
         add_mk_level(m, PSA_CC, 1, "kk");
-        add_mk_level(m, PSA_CK, 1, "i");
+        add_mk_level(m, PSA_CK, 1, swapped ? "j" : "i");
     }
     return PS_SUCCESS;
 fail:
@@ -287,7 +361,7 @@ ps_status psa_model_matmul(int64_t M, int64_t N, int64_t K, const char *order, p
     memcpy(m->ext, x, sizeof x);
     m->nthreads = 1;
     m->T = 1;
-    set_arrays(m, 0);
+    set_arrays(m, 0, 0);
     for (int i = 0; i < 3; i++) {
         char name[2] = {order[i], 0};
         int coord = order[i] == 'i' ? PSA_CK : order[i] == 'j' ? PSA_COW : PSA_CC;
@@ -327,7 +401,7 @@ void psa_access(const psa_model *m, int arr, const int64_t x[PSA_NCOORD], int64_
     case PSA_IN:
         e[0] = x[PSA_CN];
         e[1] = x[PSA_COH] * m->sh - m->pt + x[PSA_CR] * m->dh;
-        e[2] = x[PSA_COW] * m->sw - m->pl + x[PSA_CS] * m->dw;
+        e[2] = m->expand ? x[PSA_COW] * m->ext[PSA_CS] + x[PSA_CS] : x[PSA_COW] * m->sw - m->pl + x[PSA_CS] * m->dw;
         e[3] = x[PSA_CC];
         break;
     case PSA_WT:

@@ -10,7 +10,11 @@
  * A level narrows the current range [lo, hi) of one coordinate: a uniform
  * level of step g iterates x = lo, lo+g, ... (< hi) and narrows to
  * [x, min(x+g, hi)); a "breaks" level splits [lo, hi) at the global
- * breakpoints that fall strictly inside it and iterates the pieces. The
+ * breakpoints that fall strictly inside it and iterates the pieces; the
+ * "seg" level (conv) iterates the executor's segments of the current
+ * ow-block: groups of consecutive filter columns s valid on the same run of
+ * output columns, the group spanning the whole block first, then the others
+ * in s order (its pieces are ranges of s, not in increasing order). The
  * index of a level is the iteration number within its parent range. Schedule
  * loops are uniform levels of step tile*unit (unit: elements per tile-space
  * step of the dimension); the microkernel adds its element loops. An
@@ -20,6 +24,8 @@
  *
  * Accesses (element coordinates):
  *   array IN  (conv I / gemm B): (n, oh*sh-pt+r*dh, ow*sw-pl+s*dw, c)  read
+ *             (conv with `expand`: the executor's copy X[n][ih][ow][s][c] of
+ *             the valid taps, element (n, oh*sh-pt+r*dh, ow*S+s, c))
  *   array WT  (conv Wt / gemm A): (k, c, r, s)                          read
  *   array OUT (conv O / gemm C): (n, oh, ow, k)                         read, then written
  */
@@ -44,7 +50,8 @@ typedef enum psa_op { PSA_OP_CONV = 0, PSA_OP_GEMM = 1, PSA_OP_MATMUL = 2 } psa_
 typedef struct psa_level {
     int coord;      /* PSA_C* */
     int64_t g;      /* uniform step in elements; 0 for a breaks level */
-    int brk;        /* breaks list index (model.brk), -1 for a uniform level */
+    int brk;        /* breaks list index (model.brk), -1 otherwise */
+    int segs;       /* the conv segment level (coordinate s) */
     int tile_dim;   /* ps_dim of a schedule loop, -1 for a microkernel level */
     int64_t tile;   /* schedule tile (tile-space steps); 0 for microkernel levels */
     int parallel;   /* member of the parallel band */
@@ -69,7 +76,16 @@ typedef struct psa_model {
     int64_t band_trip[PS_SCHEDULE_MAX_LOOPS]; /* fixed trip counts, as the executor collapses them */
     int64_t T;                        /* collapsed band iterations (1 without a band) */
     int nthreads;                     /* >= 1 */
-    psa_breaks brk[2];                /* 0: ow segments (conv), 1: C parts */
+    psa_breaks brk[2];                /* 1: C parts (0 unused) */
+    /* Conv segments: per ow-block b (columns [b*seg_n, (b+1)*seg_n)), pieces
+     * seg_off[b] .. seg_off[b+1]-1 in execution order, each the filter
+     * columns [seg_slo, seg_shi). Owned by the model. */
+    int64_t seg_n, seg_nblocks, seg_maxp;
+    int64_t *seg_off, *seg_slo, *seg_shi;
+    /* Conv with few input channels (build.c `expand`): the input is read
+     * from the expanded copy X, and a call reduces over (s, c) per filter
+     * row: microkernel order r, ow, s, c, k. */
+    int expand;
 } psa_model;
 
 /* __give *m: the model of a conv or gemm descriptor run by `sched` with

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "polysci/analysis.h"
+#include "descriptors/shape.h"
 #include "polysci/polysci.h"
 #include "schedule/schedule_impl.h"
 
@@ -95,7 +96,9 @@ int main(int argc, char **argv)
         c->stride_h = c->stride_w = st;
         c->pad_top = c->pad_bottom = ph;
         c->pad_left = c->pad_right = pw;
-        const int64_t OW = (W + 2 * pw - S) / st + 1, OH = (H + 2 * ph - R) / st + 1;
+        ps_conv_shape cs; /* the executor's tile space (1x1 convs may be one row) */
+        ps_conv_shape_of(c, &cs);
+        const int64_t OW = cs.OW, OH = cs.OH;
         ps_kernel_shape ks = {(int)(K < 64 ? K : 64), pick_n(OW), (int)(C < 64 ? C : 64), 4};
         int64_t ext[PS_DIM_COUNT] = {N, cdiv(K, ks.m), OH, cdiv(OW, ks.n), cdiv(cdiv(C, ks.k), ks.batch)};
         double sum[2] = {0, 0}, mx[2] = {0, 0};

@@ -1,10 +1,13 @@
 /* Brute-force reference for the analysis tests: runs the loop nest the
  * executor runs (lib/execution/run.c: band split over threads, tile walk,
- * conv segments / C parts / batch r, s, c-block, then ow, c, k; gemm parts,
+ * conv segments (groups of filter columns, build.c) / C parts / batch r, s,
+ * c-block, then ow, c, k — or, with few input channels, per filter row ow,
+ * s, c, k over the expanded copy X; gemm parts,
  * then j, kk, i), records every element-level iteration and its accesses,
  * and computes the dependences and working sets of docs/analysis.md by
- * walking the trace. Independent of lib/analysis (only public headers and
- * the schedule struct are used). Small problems only. */
+ * walking the trace. Independent of lib/analysis (it uses the public
+ * headers, the schedule struct and the executor's canonical conv shape,
+ * ps_conv_shape_of). Small problems only. */
 #ifndef PS_TESTS_ANALYSIS_SIM_H
 #define PS_TESTS_ANALYSIS_SIM_H
 
@@ -12,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "descriptors/shape.h"
 #include "polysci/polysci.h"
 #include "schedule/schedule_impl.h"
 
@@ -37,6 +41,7 @@ typedef struct sim {
     int op; /* 0 conv, 1 gemm, 2 matmul */
     int64_t N, C, K, H, W, R, S, OH, OW, sh, sw, pt, pl, dh, dw;
     int64_t m, n, k, batch;
+    int expand; /* build.c: one C block, C <= 16, S > 1: input read from the copy X[n][ih][ow][s][c] */
     int64_t ext[PS_DIM_COUNT];
     int nloops, npar;
     ps_loop loops[PS_SCHEDULE_MAX_LOOPS];
@@ -68,8 +73,9 @@ static inline void sim_emit(sim *S, int th, int64_t band, int64_t n, int64_t kk,
     int64_t x[7] = {n, kk, oh, ow, c, r, s};
     memcpy(I->x, x, sizeof x);
     int64_t ih = oh * S->sh - S->pt + r * S->dh, iw = ow * S->sw - S->pl + s * S->dw;
-    int64_t nI = S->N * S->H * S->W * S->C, nW = S->K * S->C * S->R * S->S;
-    I->e[SIM_IN] = ((n * S->H + ih) * S->W + iw) * S->C + c;
+    int64_t nI = S->N * S->H * (S->expand ? S->OW * S->S : S->W) * S->C, nW = S->K * S->C * S->R * S->S;
+    I->e[SIM_IN] = S->expand ? (((n * S->H + ih) * S->OW + ow) * S->S + s) * S->C + c
+                             : ((n * S->H + ih) * S->W + iw) * S->C + c;
     I->e[SIM_WT] = nI + ((kk * S->C + c) * S->R + r) * S->S + s;
     I->e[SIM_OUT] = nI + nW + ((n * S->OH + oh) * S->OW + ow) * S->K + kk;
 }
@@ -93,32 +99,58 @@ static inline void sim_tile(sim *S, int th, int64_t band, const int64_t idx[PS_D
         int64_t rlo = sim_max(0, sim_cdiv(sim_max(0, -ih0), S->dh));
         int64_t rhi = sim_min(S->R, sim_fdiv(S->H - 1 - ih0, S->dh) + 1);
         if (rhi < rlo) rhi = rlo;
-        /* Segments of the ow block: runs of equal valid s range. */
-        const int64_t ow0 = owb * S->n, ow1 = sim_min(ow0 + S->n, S->OW);
-        int64_t ow = ow0;
-        while (ow < ow1) {
-            int64_t slo = -1, shi = -1, e = ow;
-            for (; e < ow1; e++) {
-                int64_t iw0 = e * S->sw - S->pl;
-                int64_t lo = sim_max(0, sim_cdiv(sim_max(0, -iw0), S->dw));
-                int64_t hi = sim_min(S->S, sim_fdiv(S->W - 1 - iw0, S->dw) + 1);
-                if (hi < lo) hi = lo;
-                if (e == ow) {
-                    slo = lo;
-                    shi = hi;
-                } else if (lo != slo || hi != shi) {
-                    break;
-                }
+        /* Segments of the ow block (build.c): runs of filter columns valid on
+         * the same output columns, the one spanning the block first. */
+        const int64_t a0 = owb * S->n, a1 = sim_min(a0 + S->n, S->OW);
+        int64_t g_ow0[16], g_w[16], g_slo[16], g_shi[16];
+        int ns = 0;
+        for (int64_t s = 0; s < S->S; s++) {
+            int64_t lo = sim_max(a0, sim_cdiv(sim_max(0, S->pl - s * S->dw), S->sw));
+            int64_t hi = sim_min(a1, sim_fdiv(S->W - 1 + S->pl - s * S->dw, S->sw) + 1);
+            if (hi <= lo) continue;
+            if (ns > 0 && g_shi[ns - 1] == s && g_ow0[ns - 1] == lo && g_w[ns - 1] == hi - lo) {
+                g_shi[ns - 1] = s + 1;
+            } else {
+                g_ow0[ns] = lo;
+                g_w[ns] = hi - lo;
+                g_slo[ns] = s;
+                g_shi[ns] = s + 1;
+                ns++;
             }
+        }
+        for (int i = 0; i < ns; i++) {
+            if (g_ow0[i] == a0 && g_w[i] == a1 - a0) {
+                int64_t t0 = g_ow0[i], t1 = g_w[i], t2 = g_slo[i], t3 = g_shi[i];
+                for (int j = i; j > 0; j--) {
+                    g_ow0[j] = g_ow0[j - 1];
+                    g_w[j] = g_w[j - 1];
+                    g_slo[j] = g_slo[j - 1];
+                    g_shi[j] = g_shi[j - 1];
+                }
+                g_ow0[0] = t0;
+                g_w[0] = t1;
+                g_slo[0] = t2;
+                g_shi[0] = t3;
+                break;
+            }
+        }
+        if (S->expand) { /* per filter row one call over (s, c) */
+            for (int g = 0; g < ns && rhi > rlo; g++)
+                for (int64_t r = rlo; r < rhi; r++)
+                    for (int64_t o = g_ow0[g]; o < g_ow0[g] + g_w[g]; o++)
+                        for (int64_t s = g_slo[g]; s < g_shi[g]; s++)
+                            for (int64_t c = 0; c < S->C; c++)
+                                for (int64_t kk = k0; kk < k1; kk++) sim_emit(S, th, band, n, kk, oh, o, c, r, s);
+            return;
+        }
+        for (int g = 0; g < ns && rhi > rlo; g++)
             for (int part = 0; part < 2; part++)
                 for (int64_t r = rlo; r < rhi; r++)
-                    for (int64_t s = slo; s < shi; s++)
+                    for (int64_t s = g_slo[g]; s < g_shi[g]; s++)
                         for (int64_t cb = plo[part]; cb < phi[part]; cb++)
-                            for (int64_t o = ow; o < e; o++)
+                            for (int64_t o = g_ow0[g]; o < g_ow0[g] + g_w[g]; o++)
                                 for (int64_t c = cb * S->k; c < sim_min(cb * S->k + S->k, S->C); c++)
                                     for (int64_t kk = k0; kk < k1; kk++) sim_emit(S, th, band, n, kk, oh, o, c, r, s);
-            ow = e;
-        }
     } else {
         const int64_t j0 = owb * S->n, j1 = sim_min(j0 + S->n, S->OW);
         for (int part = 0; part < 2; part++) {
@@ -234,17 +266,22 @@ static inline void sim_run(sim *S)
     }
 }
 
+/* The conv geometry is the executor's canonical view (ps_conv_shape_of:
+ * e.g. 1x1 stride-1 unpadded convs as one row of H*W pixels). */
 static inline void sim_init_conv(sim *S, const ps_conv_desc *d, const ps_schedule *sch, int nthreads)
 {
     memset(S, 0, sizeof *S);
     S->op = 0;
-    S->N = d->N; S->C = d->C; S->K = d->K; S->H = d->H; S->W = d->W; S->R = d->R; S->S = d->S;
-    S->sh = d->stride_h; S->sw = d->stride_w; S->pt = d->pad_top; S->pl = d->pad_left;
-    S->dh = d->dilation_h; S->dw = d->dilation_w;
-    S->OH = (d->H + d->pad_top + d->pad_bottom - d->dilation_h * (d->R - 1) - 1) / d->stride_h + 1;
-    S->OW = (d->W + d->pad_left + d->pad_right - d->dilation_w * (d->S - 1) - 1) / d->stride_w + 1;
+    ps_conv_shape cs;
+    ps_conv_shape_of(d, &cs);
+    S->N = cs.N; S->C = cs.C; S->K = cs.K; S->H = cs.H; S->W = cs.W; S->R = cs.R; S->S = cs.S;
+    S->sh = cs.sh; S->sw = cs.sw; S->pt = cs.pt; S->pl = cs.pl;
+    S->dh = cs.dh; S->dw = cs.dw;
+    S->OH = cs.OH;
+    S->OW = cs.OW;
     const ps_stage *sg = &sch->stages[0];
     S->m = sg->kernel.m; S->n = sg->kernel.n; S->k = sg->kernel.k; S->batch = sg->kernel.batch;
+    S->expand = sim_cdiv(S->C, S->k) == 1 && S->C <= 16 && S->S > 1;
     S->ext[PS_DIM_N] = S->N;
     S->ext[PS_DIM_K] = sim_cdiv(S->K, S->m);
     S->ext[PS_DIM_OH] = S->OH;
@@ -350,7 +387,7 @@ static inline void sim_analyze(sim *S, sim_dep dep[3])
     memset(dep, 0, 3 * sizeof *dep);
     S->nin = 0;
     sim_run(S);
-    const int64_t nI = S->N * S->H * S->W * S->C, nW = S->K * S->C * S->R * S->S;
+    const int64_t nI = S->N * S->H * (S->expand ? S->OW * S->S : S->W) * S->C, nW = S->K * S->C * S->R * S->S;
     const int64_t nE = nI + nW + S->N * S->OH * S->OW * S->K;
     int rep = 0;
     for (int t = 0; t < S->nthreads; t++) {

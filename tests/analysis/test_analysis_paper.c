@@ -182,6 +182,62 @@ static void check_api(void)
     ps_analysis_destroy(NULL);
 }
 
+/* A row-major GEMM is analysed as the transposed column-major problem the
+ * executor runs (its schedule speaks of the user's rows and columns): the
+ * working sets equal those of the column-major problem with M and N, the
+ * kernel's m and n and the m and n loops swapped, and A and B trading names. */
+static void check_row_major(void)
+{
+    ps_desc dr, dc;
+    ps_desc_init_gemm(&dr);
+    dr.u.gemm.M = 40; dr.u.gemm.N = 24; dr.u.gemm.K = 20;
+    dr.u.gemm.order = PS_ROW_MAJOR;
+    ps_desc_init_gemm(&dc);
+    dc.u.gemm.M = 24; dc.u.gemm.N = 40; dc.u.gemm.K = 20;
+    ps_schedule sr, sc;
+    memset(&sr, 0, sizeof sr);
+    memset(&sc, 0, sizeof sc);
+    sr.n_stages = sc.n_stages = 1;
+    sr.stages[0].kernel = (ps_kernel_shape){8, 4, 4, 2};
+    sc.stages[0].kernel = (ps_kernel_shape){4, 8, 4, 2};
+    static const ps_loop lr[] = {{PS_DIM_K, 2, 1}, {PS_DIM_OW, 1, 0}, {PS_DIM_C, 1, 0}, {PS_DIM_K, 1, 0}};
+    static const ps_loop lc[] = {{PS_DIM_OW, 2, 1}, {PS_DIM_K, 1, 0}, {PS_DIM_C, 1, 0}, {PS_DIM_OW, 1, 0}};
+    for (int i = 0; i < 4; i++) {
+        sr.stages[0].loops[sr.stages[0].n_loops++] = lr[i];
+        sc.stages[0].loops[sc.stages[0].n_loops++] = lc[i];
+    }
+    ps_analysis_options o;
+    ps_analysis_options_init(&o);
+    o.num_threads = 3;
+    ps_analysis *ar = NULL, *ac = NULL;
+    ps_status st = ps_analysis_create(&dr, &sr, &o, &ar);
+    CHECK(st == PS_SUCCESS, "row-major: %s", ps_last_error_message());
+    st = ps_analysis_create(&dc, &sc, &o, &ac);
+    CHECK(st == PS_SUCCESS, "column-major: %s", ps_last_error_message());
+    if (ar && ac) {
+        CHECK(ps_analysis_num_dependences(ar) == ps_analysis_num_dependences(ac) && ps_analysis_num_dependences(ar) == 6,
+              "%d vs %d dependences", ps_analysis_num_dependences(ar), ps_analysis_num_dependences(ac));
+        for (int i = 0; i < ps_analysis_num_dependences(ar); i++) {
+            ps_dependence_info a, b;
+            ps_analysis_get_dependence(ar, i, &a);
+            const char *other = !strcmp(a.array, "A") ? "B" : !strcmp(a.array, "B") ? "A" : "C";
+            int j = find_dep(ac, other, a.kind_name);
+            CHECK(j >= 0, "no %s %s in the column-major analysis", other, a.kind_name);
+            if (j < 0) continue;
+            ps_analysis_get_dependence(ac, j, &b);
+            CHECK(a.ws_min == b.ws_min && a.ws_max == b.ws_max && a.ws_min_shared == b.ws_min_shared &&
+                      a.ws_max_shared == b.ws_max_shared && a.shared_only == b.shared_only,
+                  "row-major %s %s %" PRId64 "/%" PRId64 " vs column-major %s %" PRId64 "/%" PRId64, a.array,
+                  a.kind_name, a.ws_min, a.ws_max, b.array, b.ws_min, b.ws_max);
+        }
+        char buf[4096];
+        ps_analysis_to_json(ar, buf, sizeof buf, NULL);
+        CHECK(strstr(buf, "\"loops\": [\"m:2*\", \"n\", \"k\", \"m\"") != NULL, "row-major loop names: %s", buf);
+    }
+    ps_analysis_destroy(ar);
+    ps_analysis_destroy(ac);
+}
+
 int main(void)
 {
     static const int64_t sizes[][3] = {{4, 5, 6}, {1, 2, 1}, {3, 7, 2}, {2, 1, 5}, {8, 8, 8}, {5, 13, 3}, {16, 10, 33}};
@@ -196,6 +252,7 @@ int main(void)
     check_orders(2, 1, 3);
     check_orders(6, 5, 4);
     check_api();
+    check_row_major();
     printf("%s: %d failures\n", failures ? "FAILED" : "passed", failures);
     return failures ? 1 : 0;
 }

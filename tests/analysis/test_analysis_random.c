@@ -12,6 +12,7 @@
 
 #include "analysis/engine.h"
 #include "analysis/model.h"
+#include "descriptors/shape.h"
 #include "sim.h"
 
 typedef struct rng {
@@ -74,7 +75,7 @@ static void gen_schedule(rng *r, const int64_t ext[PS_DIM_COUNT], const int *dim
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-static int failures, n_late_source, n_shared_only;
+static int failures, n_late_source, n_shared_only, n_segs, n_segs_reordered, n_expand;
 
 static void print_case(const ps_desc *desc, const ps_schedule *s, int nt)
 {
@@ -114,6 +115,16 @@ static void check_case(int id, const ps_desc *desc, const ps_schedule *s, int nt
         failures++;
         return;
     }
+    for (int l = 0; l < m.nlev; l++)
+        if (m.lev[l].segs) {
+            n_segs++;
+            int reordered = 0;
+            for (int64_t b = 0; b < m.seg_nblocks; b++)
+                for (int64_t j = m.seg_off[b] + 1; j < m.seg_off[b + 1]; j++)
+                    if (m.seg_slo[j] < m.seg_slo[j - 1]) reordered = 1;
+            n_segs_reordered += reordered;
+        }
+    n_expand += m.expand;
     psa_dep dep[PSA_NARR];
     if ((st = psa_analyze_fast(&m, dep))) {
         printf("case %d: analysis failed: %s\n", id, ps_last_error_message());
@@ -225,11 +236,18 @@ int main(void)
                 c->pad_bottom = rr(&r, 0, c->dilation_h * (c->R - 1));
                 c->pad_left = rr(&r, 0, c->dilation_w * (c->S - 1));
                 c->pad_right = rr(&r, 0, c->dilation_w * (c->S - 1));
+                if (id % 20 == 1) { /* 1x1 stride-1 unpadded: the executor sees one row of H*W pixels */
+                    c->R = c->S = c->stride_h = c->stride_w = 1;
+                    c->pad_top = c->pad_bottom = c->pad_left = c->pad_right = 0;
+                }
                 OH = c->H + c->pad_top + c->pad_bottom - c->dilation_h * (c->R - 1) - 1;
                 OW = c->W + c->pad_left + c->pad_right - c->dilation_w * (c->S - 1) - 1;
             } while (OH < 0 || OW < 0);
-            OH = OH / c->stride_h + 1;
-            OW = OW / c->stride_w + 1;
+            /* Tile space of the executor's canonical shape. */
+            ps_conv_shape cs;
+            ps_conv_shape_of(c, &cs);
+            OH = cs.OH;
+            OW = cs.OW;
             ext[PS_DIM_N] = c->N;
             ext[PS_DIM_K] = cdiv(c->K, ks.m);
             ext[PS_DIM_OH] = OH;
@@ -263,7 +281,9 @@ int main(void)
         check_case(id, &desc, &s, nt, with_isl);
     }
     printf("%d cases (%d conv: %d strided, %d padded; %d gemm; %d parallel; %d also checked with isl; "
-           "%d dependences with a late source, %d shared-only): %d failures\n",
-           count, nconv, nstrided, npadded, ngemm, npar, nisl, n_late_source, n_shared_only, failures);
+           "%d dependences with a late source, %d shared-only; %d with edge segments, %d of them reordered; "
+           "%d with expanded taps): %d failures\n",
+           count, nconv, nstrided, npadded, ngemm, npar, nisl, n_late_source, n_shared_only, n_segs, n_segs_reordered,
+           n_expand, failures);
     return failures ? 1 : 0;
 }
