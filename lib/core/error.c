@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "polysci/version.h"
 
@@ -11,10 +12,14 @@ static _Thread_local char last_error[1024];
 
 ps_status ps_error(ps_status status, const char *fmt, ...)
 {
+    /* Format into a local buffer first: callers may pass the previous
+     * message (ps_last_error_message()) as an argument to wrap it. */
+    char text[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    memcpy(last_error, text, sizeof text);
     return status;
 }
 

@@ -125,36 +125,52 @@ ps_schedule *ps_cache_lookup(ps_context *ctx, const char *key)
 
 ps_status ps_cache_insert(ps_context *ctx, const char *key, const ps_schedule *sched)
 {
-    ps_schedule *copy = ps_schedule_copy(sched);
-    char *k = strdup(key);
-    if (!copy || !k) {
-        ps_schedule_destroy(copy);
-        free(k);
-        return ps_error(PS_ERR_OUT_OF_MEMORY, "plan cache: out of memory");
-    }
+    return ps_cache_insert_all(ctx, &key, &sched, 1);
+}
+
+ps_status ps_cache_insert_all(ps_context *ctx, const char *const *keys, const ps_schedule *const *scheds, int n)
+{
+    /* Copy everything first; once the lock is held and capacity reserved,
+     * nothing can fail, so the cache never holds half an insertion. */
+    ps_cache_entry *fresh = calloc((size_t)(n ? n : 1), sizeof *fresh);
     ps_status st = PS_SUCCESS;
-    pthread_mutex_lock(&ctx->cache_lock);
-    int i = find_locked(ctx, key);
-    if (i >= 0) {
-        ps_schedule_destroy(ctx->cache[i].schedule);
-        ctx->cache[i].schedule = copy;
-        free(k);
-    } else {
-        if (ctx->cache_n == ctx->cache_cap) {
-            int cap = ctx->cache_cap ? 2 * ctx->cache_cap : 64;
+    if (!fresh) return ps_error(PS_ERR_OUT_OF_MEMORY, "plan cache: out of memory");
+    for (int i = 0; i < n && !st; i++) {
+        fresh[i].key = strdup(keys[i]);
+        fresh[i].schedule = ps_schedule_copy(scheds[i]);
+        if (!fresh[i].key || !fresh[i].schedule) st = ps_error(PS_ERR_OUT_OF_MEMORY, "plan cache: out of memory");
+    }
+    if (!st) {
+        pthread_mutex_lock(&ctx->cache_lock);
+        if (ctx->cache_n + n > ctx->cache_cap) {
+            int cap = ctx->cache_cap ? ctx->cache_cap : 64;
+            while (cap < ctx->cache_n + n) cap *= 2;
             ps_cache_entry *e = realloc(ctx->cache, (size_t)cap * sizeof *e);
             if (!e) {
                 st = ps_error(PS_ERR_OUT_OF_MEMORY, "plan cache: out of memory");
-                ps_schedule_destroy(copy);
-                free(k);
-                goto out;
+            } else {
+                ctx->cache = e;
+                ctx->cache_cap = cap;
             }
-            ctx->cache = e;
-            ctx->cache_cap = cap;
         }
-        ctx->cache[ctx->cache_n++] = (ps_cache_entry){k, copy};
+        for (int i = 0; i < n && !st; i++) {
+            int j = find_locked(ctx, fresh[i].key);
+            if (j >= 0) {
+                /* Replace: the old entry's memory goes, the new one moves in. */
+                ps_schedule_destroy(ctx->cache[j].schedule);
+                free(ctx->cache[j].key);
+                ctx->cache[j] = fresh[i];
+            } else {
+                ctx->cache[ctx->cache_n++] = fresh[i];
+            }
+            fresh[i] = (ps_cache_entry){NULL, NULL};
+        }
+        pthread_mutex_unlock(&ctx->cache_lock);
     }
-out:
-    pthread_mutex_unlock(&ctx->cache_lock);
+    for (int i = 0; i < n; i++) {
+        free(fresh[i].key);
+        ps_schedule_destroy(fresh[i].schedule);
+    }
+    free(fresh);
     return st;
 }

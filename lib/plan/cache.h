@@ -19,5 +19,8 @@ void ps_cache_release(ps_context *ctx);
 ps_schedule *ps_cache_lookup(ps_context *ctx, const char *key);
 /* Remembers (a copy of) sched under key, replacing an older entry. */
 ps_status ps_cache_insert(ps_context *ctx, const char *key, const ps_schedule *sched);
+/* The same for n entries at once: either all are remembered or, on failure,
+ * the cache is left exactly as it was. */
+ps_status ps_cache_insert_all(ps_context *ctx, const char *const *keys, const ps_schedule *const *scheds, int n);
 
 #endif

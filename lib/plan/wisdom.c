@@ -180,7 +180,10 @@ ps_status ps_wisdom_import_buffer(ps_context *ctx, const char *data, size_t len,
             (st = ps_desc_validate(&desc)) || (st = ps_schedule_parse(desc.kind, tab + 1, &sched)) ||
             (st = ps_schedule_check(sched, &desc))) {
             ps_schedule_destroy(sched);
-            st = ps_error(PS_ERR_PARSE, "wisdom: entry \"%.200s\" rejected (%s); file ignored", l + 5, ps_last_error_message());
+            /* Running out of memory says nothing about the file. */
+            if (st != PS_ERR_OUT_OF_MEMORY)
+                st = ps_error(PS_ERR_PARSE, "wisdom: entry \"%.200s\" rejected (%s); file ignored", l + 5,
+                              ps_last_error_message());
             goto done;
         }
         if (n == cap) {
@@ -195,8 +198,22 @@ ps_status ps_wisdom_import_buffer(ps_context *ctx, const char *data, size_t len,
         }
         plans[n++] = (parsed_plan){l + 5, sched};
     }
-    /* Everything parsed and checked: only now touch the context. */
-    for (int i = 0; i < n && !st; i++) st = ps_cache_insert(ctx, plans[i].key, plans[i].sched);
+    /* Everything parsed and checked: only now touch the context, all or nothing. */
+    {
+        const char **keys = malloc((size_t)(n ? n : 1) * sizeof *keys);
+        const ps_schedule **scheds = malloc((size_t)(n ? n : 1) * sizeof *scheds);
+        if (!keys || !scheds) {
+            st = ps_error(PS_ERR_OUT_OF_MEMORY, "wisdom: out of memory");
+        } else {
+            for (int i = 0; i < n; i++) {
+                keys[i] = plans[i].key;
+                scheds[i] = plans[i].sched;
+            }
+            st = ps_cache_insert_all(ctx, keys, scheds, n);
+        }
+        free(keys);
+        free(scheds);
+    }
     if (!st && n_imported) *n_imported = n;
 done:
     for (int i = 0; i < n; i++) ps_schedule_destroy(plans[i].sched);

@@ -1,0 +1,773 @@
+/* libFuzzer harness for polysci (tests/fuzz/run.sh builds and runs it).
+ *
+ * The first byte picks a mode; the rest is decoded by that mode:
+ *   0  conv   every ps_conv_desc field, the plan options and a schedule
+ *   1  gemm   every ps_gemm_desc field, the plan options and a schedule
+ *   2  wisdom the bytes as they are, to ps_wisdom_import_buffer
+ *   3  wisdom the bytes as the body of a wisdom file for this machine and
+ *            version, with a correct checksum (so the parser gets past it);
+ *            every imported plan is then created (cache hit), executed and
+ *            the cache exported and re-imported
+ *   4  schedule text: parse, format, parse again (round trip), check
+ * Fields are decoded so that most inputs are small valid shapes (planned,
+ * packed, executed and compared with the double reference of tests/) and
+ * some carry out-of-range or extreme values (which must be rejected with an
+ * error status and a fresh, non-empty message). Valid shapes above a small
+ * work budget are only validated, so one input stays in the millisecond range.
+ *
+ * Anything that is not a sanitizer finding but still a bug (a wrong result, a
+ * failure without a message, a schedule that does not round-trip) aborts with
+ * a "FUZZ BUG:" line, so libFuzzer saves the input as a crash. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "polysci/polysci.h"
+#include "reference.h"
+/* White box: the context's cache and fingerprint, the plan-key parser. */
+#include "plan/cache.h"
+#include "plan/context_impl.h"
+
+#define FUZZ_MAX_MACS (1 << 20)   /* multiply-adds of one execution */
+#define FUZZ_MAX_ELEMS (1 << 17)  /* elements of any one buffer */
+
+static ps_context *g_ctx, *g_ctx2;
+static int g_verbose; /* FUZZ_VERBOSE=1: print what each input decodes to (for reproducers) */
+static char g_wisdom_path[128];
+
+/* ------------------------------------------------------------ helpers */
+
+#define BUG(...)                                                                \
+    do {                                                                        \
+        fprintf(stderr, "FUZZ BUG (%s:%d): ", __FILE__, __LINE__);              \
+        fprintf(stderr, __VA_ARGS__);                                           \
+        fprintf(stderr, "\n");                                                  \
+        abort();                                                                \
+    } while (0)
+
+typedef struct rd {
+    const uint8_t *p;
+    size_t n;
+} rd;
+
+static uint8_t u8(rd *r)
+{
+    if (!r->n) return 0;
+    r->n--;
+    return *r->p++;
+}
+static uint64_t u64(rd *r)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= (uint64_t)u8(r) << (8 * i);
+    return v;
+}
+static uint32_t u32(rd *r)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) v |= (uint32_t)u8(r) << (8 * i);
+    return v;
+}
+
+static const int64_t special_i64[] = {0, -1, -2, 3, 7, 64, 65, 1000, 4096, (int64_t)1 << 20, ((int64_t)1 << 31) - 1,
+                                      (int64_t)1 << 31, ((int64_t)1 << 40) - 1, (int64_t)1 << 40, INT64_MAX / 16,
+                                      INT64_MAX, INT64_MIN, -((int64_t)1 << 31)};
+#define N_SPECIAL (int)(sizeof special_i64 / sizeof special_i64[0])
+
+/* A size field: usually 1..typ, sometimes 0..2, a special value or raw bits. */
+static int64_t size_field(rd *r, int64_t typ)
+{
+    const uint8_t sel = u8(r);
+    if (sel < 200) return 1 + (int64_t)(u8(r) % typ);
+    if (sel < 220) return (int64_t)(u8(r) % 3);
+    if (sel < 245) return special_i64[u8(r) % N_SPECIAL];
+    return (int64_t)u64(r);
+}
+/* An enum/int field: usually 0..n-1, sometimes raw. */
+/* A padding: usually 0..3 (size_field - 1, without overflow). */
+static int64_t pad_field(rd *r)
+{
+    const int64_t v = size_field(r, 4);
+    return v == INT64_MIN ? v : v - 1;
+}
+static int enum_field(rd *r, int n)
+{
+    const uint8_t sel = u8(r);
+    if (sel < 250) return (int)(u8(r) % n);
+    return (int)u32(r);
+}
+static float float_field(rd *r)
+{
+    static const float table[] = {1.0f, 0.0f, -1.0f, 0.5f, 2.0f, 1.5f, -0.25f, 3.0f, -0.0f, 1e-40f, 1e30f};
+    const uint8_t sel = u8(r);
+    if (sel < 200) return table[u8(r) % (sizeof table / sizeof table[0])];
+    if (sel < 230) return (float)((int)u8(r) - 128) / 16.0f;
+    if (sel < 240) {
+        const float bad[] = {NAN, INFINITY, -INFINITY};
+        return bad[u8(r) % 3];
+    }
+    uint32_t bits = u32(r);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* splitmix64 for operand data. */
+static uint64_t g_rng;
+static float rnd(void)
+{
+    uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (float)((double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+}
+
+/* Exact-size buffer (so ASan sees any overrun), `shift` floats into a
+ * 64-byte aligned block: shift != 0 tests unaligned operands. */
+typedef struct fbuf {
+    void *base;
+    float *p;
+} fbuf;
+static int falloc(fbuf *b, int64_t n, int shift)
+{
+    b->base = NULL;
+    b->p = NULL;
+    if (posix_memalign(&b->base, 64, (size_t)(n + shift) * sizeof(float) + 1) != 0) return 0;
+    b->p = (float *)b->base + shift;
+    return 1;
+}
+static void ffree(fbuf *b) { free(b->base); }
+
+static float sentinel(void)
+{
+    uint32_t u = 0x7fa5a5a5u;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static int is_sentinel(float f)
+{
+    const float s = sentinel();
+    return memcmp(&f, &s, sizeof f) == 0;
+}
+
+/* Sets a known message, so a failing call that sets none is caught. The
+ * primer (a NULL descriptor) is a failure no decoded input can produce. */
+static char g_primer_msg[1100];
+static void prime(void)
+{
+    if (ps_desc_validate(NULL) == PS_SUCCESS) BUG("ps_desc_validate(NULL) succeeded");
+    snprintf(g_primer_msg, sizeof g_primer_msg, "%s", ps_last_error_message());
+}
+static void expect_message(ps_status st, const char *call)
+{
+    const char *m = ps_last_error_message();
+    if (st == PS_SUCCESS) return;
+    if (!m || !m[0]) BUG("%s -> %s with an empty message", call, ps_status_str(st));
+    if (strcmp(m, g_primer_msg) == 0)
+        BUG("%s -> %s but left no message of its own (still \"%s\")", call, ps_status_str(st), m);
+    if (strcmp(ps_status_str(st), "PS_ERR_UNKNOWN") == 0) BUG("%s returned unknown status %d", call, (int)st);
+}
+
+/* ------------------------------------------------------------ descriptors */
+
+static void decode_header(rd *r, ps_desc *d)
+{
+    const uint8_t sel = u8(r);
+    if (sel == 255) d->struct_size = (size_t)u8(r);
+    if (sel == 254) d->kind = (ps_op_kind)(int8_t)u8(r);
+}
+
+static void decode_conv(rd *r, ps_desc *d)
+{
+    ps_desc_init_conv(d);
+    ps_conv_desc *c = &d->u.conv;
+    c->N = size_field(r, 2);
+    c->C = size_field(r, 48);
+    c->K = size_field(r, 48);
+    c->H = size_field(r, 12);
+    c->W = size_field(r, 20);
+    c->R = size_field(r, 5);
+    c->S = size_field(r, 5);
+    c->stride_h = size_field(r, 3);
+    c->stride_w = size_field(r, 3);
+    c->pad_top = pad_field(r);
+    c->pad_bottom = pad_field(r);
+    c->pad_left = pad_field(r);
+    c->pad_right = pad_field(r);
+    c->dilation_h = size_field(r, 3);
+    c->dilation_w = size_field(r, 3);
+    c->layout = (ps_act_layout)enum_field(r, 2);
+    c->weight_layout = (ps_weight_layout)enum_field(r, 3);
+    c->post_ops = (unsigned)enum_field(r, 4);
+    decode_header(r, d);
+}
+
+static int64_t ld_field(rd *r, const ps_gemm_desc *g, char which)
+{
+    const uint8_t sel = u8(r);
+    if (sel < 128) return 0;
+    if (sel < 240) {
+        const int64_t min_ld = ref_gemm_min_ld(g, which);
+        if (min_ld > ((int64_t)1 << 40) || min_ld < 0) return min_ld;
+        return min_ld + (int64_t)(u8(r) % 9) - (sel < 150 ? 1 : 0);
+    }
+    return size_field(r, 200);
+}
+
+static void decode_gemm(rd *r, ps_desc *d)
+{
+    ps_desc_init_gemm(d);
+    ps_gemm_desc *g = &d->u.gemm;
+    g->M = size_field(r, 80);
+    g->N = size_field(r, 80);
+    g->K = size_field(r, 120);
+    g->order = (ps_matrix_order)enum_field(r, 2);
+    g->trans_a = enum_field(r, 2);
+    g->trans_b = enum_field(r, 2);
+    g->lda = ld_field(r, g, 'a');
+    g->ldb = ld_field(r, g, 'b');
+    g->ldc = ld_field(r, g, 'c');
+    g->alpha = float_field(r);
+    g->beta = float_field(r);
+    decode_header(r, d);
+}
+
+/* Work and buffer sizes of a valid descriptor, in double (no overflow). */
+static int small_enough(const ps_desc *d)
+{
+    if (d->kind == PS_OP_CONV_FWD) {
+        const ps_conv_desc *c = &d->u.conv;
+        int64_t OH, OW;
+        if (!ref_conv_out_size(c, &OH, &OW)) return 0;
+        const double src = (double)c->N * c->C * c->H * c->W, dst = (double)c->N * c->K * OH * OW,
+                     wei = (double)c->K * c->C * c->R * c->S;
+        return src <= FUZZ_MAX_ELEMS && dst <= FUZZ_MAX_ELEMS && wei <= FUZZ_MAX_ELEMS &&
+               dst * c->C * c->R * c->S <= FUZZ_MAX_MACS && (double)OH * OW * c->N <= 4096;
+    }
+    const ps_gemm_desc *g = &d->u.gemm;
+    const double a = (double)ref_gemm_ld(g, 'a') * (double)(g->M > g->K ? g->M : g->K),
+                 b = (double)ref_gemm_ld(g, 'b') * (double)(g->N > g->K ? g->N : g->K),
+                 c = (double)ref_gemm_ld(g, 'c') * (double)(g->M > g->N ? g->M : g->N);
+    return a <= FUZZ_MAX_ELEMS && b <= FUZZ_MAX_ELEMS && c <= FUZZ_MAX_ELEMS &&
+           (double)g->M * g->N * g->K <= FUZZ_MAX_MACS;
+}
+
+/* ------------------------------------------------------------ execution */
+
+static void check_result(const ps_desc *d, const char *what, const float *got, const double *ref, const double *mag,
+                         int64_t n, int64_t L, const ps_plan *p)
+{
+    ref_cmp cmp;
+    ref_compare(got, ref, mag, n, L, &cmp);
+    if (cmp.n_bad) {
+        char text[2048];
+        ps_plan_describe(p, text, sizeof text, NULL);
+        BUG("%s: %lld of %lld outputs wrong (first %lld: got %.9g want %.9g, max normalized error %.3g)\n%s",
+            what, (long long)cmp.n_bad, (long long)n, (long long)cmp.first_bad, cmp.first_got, cmp.first_ref,
+            cmp.max_norm_err, text);
+    }
+    (void)d;
+}
+
+/* Runs a conv plan: pack, execute (own or a caller's misaligned workspace),
+ * compare every output with the reference. */
+static void run_conv(const ps_plan *p, const ps_desc *d, uint8_t how)
+{
+    const ps_conv_desc *c = &d->u.conv;
+    int64_t OH, OW;
+    ps_status st = ps_conv_output_size(d, &OH, &OW);
+    if (st) BUG("ps_conv_output_size failed on a planned descriptor: %s", ps_last_error_message());
+    const int64_t ns = c->N * c->C * c->H * c->W, nw = c->K * c->C * c->R * c->S, nd = c->N * c->K * OH * OW;
+    const int shift = how & 1;
+    size_t packed_bytes = 0, ws_bytes = 0;
+    if ((st = ps_plan_packed_weights_size(p, &packed_bytes))) BUG("packed_weights_size: %s", ps_last_error_message());
+    if ((st = ps_plan_workspace_size(p, &ws_bytes))) BUG("workspace_size: %s", ps_last_error_message());
+    if (packed_bytes < 64 + (size_t)nw * sizeof(float)) BUG("packed size %zu too small for %lld weights", packed_bytes, (long long)nw);
+    fbuf src, wei, bias, dst;
+    void *packed = NULL, *ws = NULL;
+    double *ref = malloc((size_t)nd * sizeof *ref), *mag = malloc((size_t)nd * sizeof *mag);
+    if (!falloc(&src, ns, shift) || !falloc(&wei, nw, 0) || !falloc(&bias, c->K, shift) || !falloc(&dst, nd, shift) ||
+        posix_memalign(&packed, 64, packed_bytes) || !ref || !mag)
+        abort();
+    for (int64_t i = 0; i < ns; i++) src.p[i] = rnd();
+    for (int64_t i = 0; i < nw; i++) wei.p[i] = rnd();
+    for (int64_t i = 0; i < c->K; i++) bias.p[i] = rnd();
+    for (int64_t i = 0; i < nd; i++) dst.p[i] = sentinel();
+    if ((st = ps_plan_pack_weights(p, wei.p, packed))) BUG("pack_weights: %s", ps_last_error_message());
+
+    /* Weights packed for another plan are refused, and nothing is written. */
+    unsigned char bogus[64] = {0};
+    prime();
+    st = ps_conv_execute(p, src.p, bogus, bias.p, dst.p);
+    if (st != PS_ERR_BAD_WEIGHTS) BUG("execute with unpacked weights -> %s, want PS_ERR_BAD_WEIGHTS", ps_status_str(st));
+    expect_message(st, "execute(bogus weights)");
+    for (int64_t i = 0; i < nd; i++)
+        if (!is_sentinel(dst.p[i])) BUG("a refused execute wrote dst[%lld]", (long long)i);
+
+    ps_exec_args a;
+    ps_exec_args_init(&a);
+    a.src = src.p;
+    a.weights = packed;
+    a.bias = (c->post_ops & PS_POST_BIAS) ? bias.p : NULL;
+    a.dst = dst.p;
+    unsigned char *wsb = NULL;
+    if (how & 2) {
+        /* The caller's workspace may have any alignment: end it exactly at
+         * the buffer's end, starting `off` bytes into an aligned block. */
+        const size_t off = (size_t)((how >> 2) & 63);
+        if (posix_memalign(&ws, 64, ws_bytes + off + 1)) abort();
+        wsb = (unsigned char *)ws + off;
+        a.workspace = wsb;
+    }
+    if ((st = ps_plan_execute(p, &a))) BUG("conv execute: %s: %s", ps_status_str(st), ps_last_error_message());
+    int64_t L = 0;
+    ref_conv_fwd(c, src.p, wei.p, bias.p, ref, mag, &L);
+    check_result(d, "conv", dst.p, ref, mag, nd, L, p);
+    /* A second run over the same dst (and workspace) gives the same result. */
+    if (how & 0x80) {
+        if ((st = ps_plan_execute(p, &a))) BUG("conv execute (2): %s", ps_last_error_message());
+        check_result(d, "conv (second run)", dst.p, ref, mag, nd, L, p);
+    }
+    free(ws);
+    free(packed);
+    free(ref);
+    free(mag);
+    ffree(&src);
+    ffree(&wei);
+    ffree(&bias);
+    ffree(&dst);
+}
+
+static void run_gemm(const ps_plan *p, const ps_desc *d, uint8_t how)
+{
+    const ps_gemm_desc *g = &d->u.gemm;
+    const int64_t na = ref_gemm_buffer_elems(g, 'a', ref_gemm_ld(g, 'a')),
+                  nb = ref_gemm_buffer_elems(g, 'b', ref_gemm_ld(g, 'b')),
+                  nc = ref_gemm_buffer_elems(g, 'c', ref_gemm_ld(g, 'c')), nmn = g->M * g->N;
+    const int shift = how & 1;
+    size_t ws_bytes = 0, packed = 0;
+    ps_status st;
+    if ((st = ps_plan_workspace_size(p, &ws_bytes))) BUG("workspace_size: %s", ps_last_error_message());
+    prime();
+    st = ps_plan_packed_weights_size(p, &packed);
+    if (st == PS_SUCCESS) BUG("a gemm plan has packed weights");
+    expect_message(st, "packed_weights_size(gemm)");
+    fbuf A, B, C, C0;
+    double *ref = malloc((size_t)nmn * sizeof *ref), *mag = malloc((size_t)nmn * sizeof *mag);
+    if (!falloc(&A, na, shift) || !falloc(&B, nb, 0) || !falloc(&C, nc, shift) || !falloc(&C0, nc, 0) || !ref || !mag)
+        abort();
+    for (int64_t i = 0; i < na; i++) A.p[i] = rnd();
+    for (int64_t i = 0; i < nb; i++) B.p[i] = rnd();
+    /* C: the gaps between columns (ld > rows) hold the sentinel and must stay
+     * untouched; with beta == 0 C is not read, so it holds NaN too. */
+    for (int64_t i = 0; i < nc; i++) C.p[i] = sentinel();
+    for (int64_t j = 0; j < g->N; j++)
+        for (int64_t i = 0; i < g->M; i++) C.p[ref_gemm_index(g, 'c', i, j)] = g->beta == 0.0f ? NAN : rnd();
+    memcpy(C0.p, C.p, (size_t)nc * sizeof(float));
+    ps_exec_args a;
+    ps_exec_args_init(&a);
+    a.a = A.p;
+    a.b = B.p;
+    a.c = C.p;
+    void *ws = NULL;
+    if (how & 2) {
+        const size_t off = (size_t)((how >> 2) & 63);
+        if (posix_memalign(&ws, 64, ws_bytes + off + 1)) abort();
+        a.workspace = (unsigned char *)ws + off;
+    }
+    if ((st = ps_plan_execute(p, &a))) BUG("gemm execute: %s: %s", ps_status_str(st), ps_last_error_message());
+    int64_t L = 0;
+    ref_gemm(g, A.p, B.p, C0.p, ref, mag, &L);
+    /* |operands| <= 1: results stay far from FLT_MAX unless alpha/beta are huge. */
+    const int comparable = fabs((double)g->alpha) * (double)g->K < 1e36 && fabs((double)g->beta) < 1e36;
+    float *got = malloc((size_t)nmn * sizeof *got);
+    if (!got) abort();
+    for (int64_t j = 0; j < g->N; j++)
+        for (int64_t i = 0; i < g->M; i++) got[i + j * g->M] = C.p[ref_gemm_index(g, 'c', i, j)];
+    if (comparable) check_result(d, "gemm", got, ref, mag, nmn, L, p);
+    /* Mark the logical elements, then everything left must be the sentinel. */
+    for (int64_t j = 0; j < g->N; j++)
+        for (int64_t i = 0; i < g->M; i++) C.p[ref_gemm_index(g, 'c', i, j)] = sentinel();
+    for (int64_t i = 0; i < nc; i++)
+        if (!is_sentinel(C.p[i])) BUG("gemm wrote C[%lld], outside the M x N matrix (ldc gap)", (long long)i);
+    free(got);
+    free(ws);
+    free(ref);
+    free(mag);
+    ffree(&A);
+    ffree(&B);
+    ffree(&C);
+    ffree(&C0);
+}
+
+/* Checks on a created plan: describe (snprintf semantics), schedule round
+ * trip, then execution. */
+static void exercise_plan(const ps_plan *p, const ps_desc *d, uint8_t how, size_t describe_len)
+{
+    if (!ps_plan_get_schedule(p) || !ps_plan_get_desc(p)) BUG("plan without schedule/desc");
+    if (ps_plan_get_desc(p)->kind != d->kind) BUG("plan desc kind differs");
+    char *text = malloc(describe_len ? describe_len : 1);
+    size_t needed = 0;
+    ps_status st = ps_plan_describe(p, describe_len ? text : NULL, describe_len, &needed);
+    if (needed < describe_len) {
+        if (st) BUG("describe: %s although %zu bytes fit in %zu", ps_last_error_message(), needed, describe_len);
+        if (strlen(text) != needed) BUG("describe: strlen %zu != needed %zu", strlen(text), needed);
+    } else {
+        if (st != PS_ERR_BUFFER_TOO_SMALL) BUG("describe: %s for %zu bytes in %zu", ps_status_str(st), needed, describe_len);
+        if (describe_len && strlen(text) != describe_len - 1) BUG("describe: truncated text not NUL-terminated at len-1");
+    }
+    free(text);
+    char s1[1024], s2[1024];
+    if ((st = ps_schedule_format(ps_plan_get_schedule(p), d->kind, s1, sizeof s1, NULL)))
+        BUG("format of a plan's schedule: %s", ps_last_error_message());
+    ps_schedule *back = NULL;
+    if ((st = ps_schedule_parse(d->kind, s1, &back))) BUG("plan schedule \"%s\" does not parse: %s", s1, ps_last_error_message());
+    if ((st = ps_schedule_check(back, d))) BUG("plan schedule \"%s\" fails its check: %s", s1, ps_last_error_message());
+    ps_schedule_format(back, d->kind, s2, sizeof s2, NULL);
+    if (strcmp(s1, s2)) BUG("schedule round trip \"%s\" -> \"%s\"", s1, s2);
+    ps_schedule_destroy(back);
+    if (d->kind == PS_OP_CONV_FWD) run_conv(p, d, how);
+    else run_gemm(p, d, how);
+}
+
+/* Schedule from bytes: text (rest of the input), the default, or built with
+ * ps_schedule_create/add_loop (which must reject bad loops itself). */
+static ps_schedule *decode_schedule(rd *r, const ps_desc *d, int sel)
+{
+    ps_schedule *s = NULL;
+    ps_status st;
+    if (sel == 1) {
+        char *text = malloc(r->n + 1);
+        memcpy(text, r->p, r->n);
+        text[r->n] = 0;
+        r->p += r->n;
+        r->n = 0;
+        prime();
+        st = ps_schedule_parse(d->kind == PS_OP_GEMM ? PS_OP_GEMM : PS_OP_CONV_FWD, text, &s);
+        expect_message(st, "ps_schedule_parse");
+        if ((st != PS_SUCCESS) != (s == NULL)) BUG("schedule_parse status/out mismatch");
+        free(text);
+    } else if (sel == 2) {
+        prime();
+        st = ps_schedule_default(d, &s);
+        expect_message(st, "ps_schedule_default");
+        if (st == PS_SUCCESS && (st = ps_schedule_check(s, d)))
+            BUG("default schedule fails its check: %s", ps_last_error_message());
+    } else {
+        const int m = (int)size_field(r, 70), n = (int)size_field(r, 30), k = (int)size_field(r, 70),
+                  b = (int)size_field(r, 8);
+        prime();
+        st = ps_schedule_create(m, n, k, b, &s);
+        expect_message(st, "ps_schedule_create");
+        const int nl = u8(r) % 20;
+        for (int i = 0; i < nl && s; i++) {
+            const int dim = (int)(u8(r) % 7) - 1; /* -1 and 5 are invalid */
+            const int64_t tile = size_field(r, 8);
+            prime();
+            st = ps_schedule_add_loop(s, (ps_dim)dim, tile, u8(r) & 1);
+            expect_message(st, "ps_schedule_add_loop");
+        }
+    }
+    return s;
+}
+
+/* The planner's cost model on the same descriptor and options. */
+static void fuzz_cost_query(const ps_desc *d, const ps_plan_options *o, size_t json_len)
+{
+    ps_cost_report *rep = (ps_cost_report *)d;
+    prime();
+    ps_status st = ps_cost_query(g_ctx, d, o, &rep);
+    expect_message(st, "ps_cost_query");
+    if ((st == PS_SUCCESS) != (rep != NULL)) BUG("cost_query status/report mismatch");
+    if (st) return;
+    const int n = ps_cost_report_size(rep);
+    double last = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        ps_variant_cost v;
+        if ((st = ps_cost_report_get(rep, i, &v))) BUG("cost_report_get(%d of %d): %s", i, n, ps_last_error_message());
+        if (v.rank != i + 1 || !v.schedule) BUG("variant %d: rank %d schedule %p", i, v.rank, (const void *)v.schedule);
+        if (o->ranker != PS_RANKER_DNN && v.cost < last) BUG("variant %d: cost %g after %g (ranks must ascend)", i, v.cost, last);
+        last = v.cost;
+        ps_schedule *s = NULL;
+        if (ps_schedule_parse(d->kind, v.schedule, &s) || ps_schedule_check(s, d))
+            BUG("ranked variant \"%s\" does not parse/check: %s", v.schedule, ps_last_error_message());
+        ps_schedule_destroy(s);
+    }
+    prime();
+    st = ps_cost_report_get(rep, n, &(ps_variant_cost){0});
+    if (st == PS_SUCCESS) BUG("cost_report_get past the end succeeded");
+    expect_message(st, "cost_report_get(out of range)");
+    char *buf = malloc(json_len ? json_len : 1);
+    size_t needed = 0;
+    st = ps_cost_report_to_json(rep, (int)(json_len % 5), json_len ? buf : NULL, json_len, &needed);
+    if ((needed < json_len) != (st == PS_SUCCESS)) BUG("to_json: %zu needed in %zu -> %s", needed, json_len, ps_status_str(st));
+    if (json_len && strlen(buf) != (needed < json_len ? needed : json_len - 1)) BUG("to_json: bad truncation");
+    free(buf);
+    ps_cost_report_destroy(rep);
+}
+
+static void fuzz_op(rd *r, int gemm)
+{
+    ps_desc d;
+    if (gemm) decode_gemm(r, &d);
+    else decode_conv(r, &d);
+    ps_plan_options o;
+    ps_plan_options_init(&o);
+    const uint8_t t = u8(r);
+    o.num_threads = t < 250 ? t % 3 : (int)special_i64[t % N_SPECIAL];
+    o.ranker = (ps_ranker)enum_field(r, 5);
+    const uint8_t k = u8(r);
+    o.top_k = k < 250 ? k % 3 : (int)special_i64[k % N_SPECIAL];
+    o.flags = (unsigned)enum_field(r, 2);
+    if (u8(r) == 255) o.struct_size = u8(r);
+    const uint8_t how = u8(r);
+    const size_t describe_len = u8(r) < 200 ? 4096 : u8(r);
+    const int sched_sel = u8(r) % 4;
+
+    prime();
+    const ps_status vst = ps_desc_validate(&d);
+    expect_message(vst, "ps_desc_validate");
+    if (g_verbose) {
+        char key[1024];
+        ps_plan_key(&d, o.num_threads, o.ranker, o.top_k, key, sizeof key);
+        fprintf(stderr, "fuzz: %s (struct_size %zu kind %d) -> validate %s%s%s\n"
+                "fuzz: opts struct_size %zu threads %d ranker %d top_k %d flags 0x%x schedule source %d how 0x%x describe_len %zu\n",
+                key, d.struct_size, (int)d.kind, ps_status_str(vst), vst ? ": " : "", vst ? ps_last_error_message() : "",
+                o.struct_size, o.num_threads, (int)o.ranker, o.top_k, o.flags, sched_sel, how, describe_len);
+    }
+    if (vst == PS_SUCCESS) {
+        int64_t OH, OW;
+        if (d.kind == PS_OP_CONV_FWD && ps_conv_output_size(&d, &OH, &OW)) BUG("output size of a valid conv failed");
+        if (!(ps_desc_flops(&d) > 0)) BUG("flops of a valid descriptor %g", ps_desc_flops(&d));
+    }
+    ps_schedule *sched = sched_sel ? decode_schedule(r, &d, sched_sel) : NULL;
+    if (sched && vst == PS_SUCCESS) {
+        prime();
+        expect_message(ps_schedule_check(sched, &d), "ps_schedule_check");
+    }
+    if (vst != PS_SUCCESS || !small_enough(&d)) {
+        /* Invalid (or too big to run here): plan creation must fail the same way. */
+        if (vst != PS_SUCCESS) {
+            ps_plan *p = (ps_plan *)&d;
+            prime();
+            const ps_status st = ps_plan_create(g_ctx, &d, sched_sel == 0 ? NULL : &o, &p);
+            expect_message(st, "ps_plan_create(invalid desc)");
+            if (st != vst) BUG("plan_create -> %s but validate -> %s", ps_status_str(st), ps_status_str(vst));
+            if (p) BUG("failed plan_create left *plan non-NULL");
+        }
+        ps_schedule_destroy(sched);
+        return;
+    }
+    if (how & 0x40) fuzz_cost_query(&d, &o, describe_len);
+    o.schedule = sched;
+    const int n_before = ps_context_cached_plans(g_ctx);
+    ps_plan *p = NULL;
+    prime();
+    ps_status st = ps_plan_create(g_ctx, &d, &o, &p);
+    expect_message(st, "ps_plan_create");
+    if (g_verbose) {
+        char text[2048] = "";
+        if (p) ps_plan_describe(p, text, sizeof text, NULL);
+        fprintf(stderr, "fuzz: plan_create -> %s: %s\n", ps_status_str(st), st ? ps_last_error_message() : text);
+    }
+    if ((st == PS_SUCCESS) != (p != NULL)) BUG("plan_create status/plan mismatch");
+    if (st == PS_SUCCESS) {
+        exercise_plan(p, &d, how, describe_len);
+        /* The same request again: from the plan cache (unless bypassed),
+         * with the same schedule. */
+        ps_plan *q = NULL;
+        if ((st = ps_plan_create(g_ctx, &d, &o, &q))) BUG("second plan_create failed: %s", ps_last_error_message());
+        char s1[1024], s2[1024];
+        ps_schedule_format(ps_plan_get_schedule(p), d.kind, s1, sizeof s1, NULL);
+        ps_schedule_format(ps_plan_get_schedule(q), d.kind, s2, sizeof s2, NULL);
+        if (strcmp(s1, s2) && (o.top_k <= 1 || (o.flags & PS_PLAN_NO_CACHE) == 0))
+            BUG("same request, different schedules: \"%s\" vs \"%s\"", s1, s2);
+        ps_plan_destroy(q);
+        ps_plan_destroy(p);
+        if (!sched && !(o.flags & PS_PLAN_NO_CACHE) && ps_context_cached_plans(g_ctx) != n_before + 1)
+            BUG("planned with the cache, but the cache went from %d to %d plans", n_before, ps_context_cached_plans(g_ctx));
+    } else if (ps_context_cached_plans(g_ctx) != n_before) {
+        BUG("a failed plan_create changed the plan cache");
+    }
+    ps_schedule_destroy(sched);
+}
+
+/* ------------------------------------------------------------ wisdom */
+
+static void import_checked(ps_context *ctx, const char *data, size_t len, const char *what)
+{
+    const int before = ps_context_cached_plans(ctx);
+    int n = -1;
+    prime();
+    const ps_status st = ps_wisdom_import_buffer(ctx, data, len, &n);
+    expect_message(st, what);
+    if (g_verbose)
+        fprintf(stderr, "fuzz: %s (%zu bytes) -> %s, %d plans: %s\n", what, len, ps_status_str(st), n,
+                st ? ps_last_error_message() : "");
+    if (st != PS_SUCCESS && st != PS_ERR_PARSE && st != PS_ERR_STALE && st != PS_ERR_OUT_OF_MEMORY)
+        BUG("%s -> %s: %s", what, ps_status_str(st), ps_last_error_message());
+    if (st != PS_SUCCESS) {
+        if (n != 0) BUG("%s failed but n_imported = %d", what, n);
+        if (ps_context_cached_plans(ctx) != before) BUG("%s failed but changed the cache", what);
+    } else if (n < 0 || ps_context_cached_plans(ctx) < before || ps_context_cached_plans(ctx) > before + n) {
+        BUG("%s: n_imported %d, cache %d -> %d", what, n, before, ps_context_cached_plans(ctx));
+    }
+}
+
+/* Creates (from the cache) and runs every imported plan that is small. */
+static void run_imported(uint8_t how)
+{
+    const int n = g_ctx->cache_n;
+    for (int i = 0; i < n && i < 8; i++) {
+        ps_desc d;
+        int nthreads = 0, top_k = 0;
+        ps_ranker ranker;
+        char key[1100];
+        snprintf(key, sizeof key, "%s", g_ctx->cache[i].key);
+        if (ps_plan_key_parse(key, &d, &nthreads, &ranker, &top_k)) BUG("imported key \"%s\" does not parse", key);
+        if (ps_desc_validate(&d)) BUG("imported key \"%s\" is not a valid descriptor", key);
+        if (nthreads < 1 || nthreads > 3 || top_k < 1 || top_k > 2 || (int)ranker < 0 || ranker > PS_RANKER_VOLUME ||
+            !small_enough(&d))
+            continue;
+        ps_plan_options o;
+        ps_plan_options_init(&o);
+        o.num_threads = nthreads;
+        o.ranker = ranker;
+        o.top_k = top_k;
+        ps_plan *p = NULL;
+        const int before = g_ctx->cache_n;
+        const ps_status st = ps_plan_create(g_ctx, &d, &o, &p);
+        if (st) {
+            expect_message(st, "plan_create(imported)");
+            continue;
+        }
+        exercise_plan(p, &d, how, 4096);
+        ps_plan_destroy(p);
+        (void)before;
+    }
+}
+
+static void fuzz_wisdom_framed(rd *r)
+{
+    const uint8_t how = u8(r);
+    const char *body = (const char *)r->p;
+    size_t blen = r->n;
+    char head[512];
+    const int hl = snprintf(head, sizeof head, "polysci-wisdom 1 %s\nmachine %s\n", ps_version(), g_ctx->machine_fingerprint);
+    const size_t cap = (size_t)hl + blen + 64;
+    char *text = malloc(cap);
+    memcpy(text, head, (size_t)hl);
+    memcpy(text + hl, body, blen);
+    size_t len = (size_t)hl + blen;
+    if (blen && text[len - 1] != '\n') text[len++] = '\n';
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
+    len += (size_t)snprintf(text + len, cap - len, "checksum %016llx\n", (unsigned long long)h);
+    /* Exact-size copy, so reading past the end is caught. */
+    char *exact = malloc(len);
+    memcpy(exact, text, len);
+    free(text);
+    import_checked(g_ctx, exact, len, "import(framed)");
+    free(exact);
+    if (ps_context_cached_plans(g_ctx) == 0) return;
+    run_imported(how);
+    /* Export, re-import into a second context: same number of plans. */
+    if (how & 0x80) {
+        prime();
+        ps_status st = ps_wisdom_export(g_ctx, g_wisdom_path);
+        expect_message(st, "wisdom_export");
+        if (st) BUG("export to %s failed: %s", g_wisdom_path, ps_last_error_message());
+        ps_context_forget_plans(g_ctx2);
+        int n = 0;
+        if ((st = ps_wisdom_import(g_ctx2, g_wisdom_path, &n)))
+            BUG("re-import of exported wisdom: %s: %s", ps_status_str(st), ps_last_error_message());
+        if (n != ps_context_cached_plans(g_ctx) || ps_context_cached_plans(g_ctx2) != n)
+            BUG("export/import round trip: %d plans exported, %d imported", ps_context_cached_plans(g_ctx), n);
+    }
+}
+
+/* ------------------------------------------------------------ schedules */
+
+static void fuzz_schedule_text(rd *r)
+{
+    const ps_op_kind kind = (u8(r) & 1) ? PS_OP_GEMM : PS_OP_CONV_FWD;
+    char *text = malloc(r->n + 1);
+    memcpy(text, r->p, r->n);
+    text[r->n] = 0;
+    ps_schedule *s = NULL;
+    prime();
+    ps_status st = ps_schedule_parse(kind, text, &s);
+    expect_message(st, "ps_schedule_parse");
+    if (g_verbose) fprintf(stderr, "fuzz: parse \"%s\" -> %s %s\n", text, ps_status_str(st), st ? ps_last_error_message() : "");
+    if (st == PS_SUCCESS) {
+        char f1[1024], f2[1024];
+        size_t need = 0;
+        if ((st = ps_schedule_format(s, kind, f1, sizeof f1, &need))) BUG("format: %s", ps_last_error_message());
+        if (need != strlen(f1)) BUG("format: needed %zu != strlen %zu", need, strlen(f1));
+        /* Truncation contract: any len gets a NUL-terminated prefix. */
+        for (size_t len = 0; len <= need + 1; len += 1 + need / 4) {
+            char small[1024];
+            memset(small, 'x', sizeof small);
+            st = ps_schedule_format(s, kind, len ? small : NULL, len, NULL);
+            if ((len > need) != (st == PS_SUCCESS)) BUG("format into %zu bytes (needs %zu) -> %s", len, need, ps_status_str(st));
+            if (len && (strlen(small) != (len > need ? need : len - 1) || strncmp(small, f1, strlen(small))))
+                BUG("format into %zu bytes gave \"%s\"", len, small);
+        }
+        ps_schedule *t = NULL;
+        if ((st = ps_schedule_parse(kind, f1, &t))) BUG("formatted \"%s\" does not parse: %s", f1, ps_last_error_message());
+        ps_schedule_format(t, kind, f2, sizeof f2, NULL);
+        if (strcmp(f1, f2)) BUG("round trip \"%s\" -> \"%s\"", f1, f2);
+        ps_schedule *c = ps_schedule_copy(t);
+        if (!c) BUG("copy failed");
+        ps_schedule_destroy(c);
+        ps_schedule_destroy(t);
+    } else if (s) {
+        BUG("failed parse left *out non-NULL");
+    }
+    ps_schedule_destroy(s);
+    free(text);
+}
+
+/* ------------------------------------------------------------ entry points */
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    g_verbose = getenv("FUZZ_VERBOSE") && atoi(getenv("FUZZ_VERBOSE")) > 0;
+    setenv("PS_CALIBRATE", "0", 1); /* built-in latency table: no measuring per process */
+    ps_context_options co;
+    ps_context_options_init(&co);
+    co.num_threads = 1;
+    if (ps_context_create(&co, &g_ctx) || ps_context_create(&co, &g_ctx2)) {
+        fprintf(stderr, "fuzz: cannot create a context: %s\n", ps_last_error_message());
+        abort();
+    }
+    const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(g_wisdom_path, sizeof g_wisdom_path, "%s/polysci-fuzz-%d.wisdom", dir, (int)getpid());
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1) return 0;
+    /* Every input starts from the same state. */
+    ps_context_forget_plans(g_ctx);
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 1099511628211ull;
+    g_rng = h;
+    rd r = {data + 1, size - 1};
+    switch (data[0] % 5) {
+    case 0: fuzz_op(&r, 0); break;
+    case 1: fuzz_op(&r, 1); break;
+    case 2: import_checked(g_ctx, (const char *)data + 1, size - 1, "import(raw)"); break;
+    case 3: fuzz_wisdom_framed(&r); break;
+    case 4: fuzz_schedule_text(&r); break;
+    }
+    return 0;
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus (tests/fuzz/corpus) in the byte encoding that
+fuzz_polysci.c decodes. Re-run after changing the decoder."""
+import os, sys
+
+out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+os.makedirs(out, exist_ok=True)
+
+def sz(v):           # size_field: 1 + byte % typ  (v in 1..typ)
+    return bytes([0, v - 1])
+def pad(v):          # size_field(typ 4) - 1
+    return bytes([0, v])
+def en(v):           # enum_field
+    return bytes([0, v])
+def opts(threads=1, ranker=0, top_k=0, flags=0, how=0, sched=0):
+    return bytes([threads]) + en(ranker) + bytes([top_k]) + en(flags) + bytes([0, how, 0, sched])
+
+def conv(N, C, K, H, W, R, S, sh=1, sw=1, pads=(0, 0, 0, 0), dh=1, dw=1, layout=0, wl=0, post=0, **o):
+    text = o.pop("text", b"")
+    b = bytes([0]) + sz(N) + sz(C) + sz(K) + sz(H) + sz(W) + sz(R) + sz(S) + sz(sh) + sz(sw)
+    b += b"".join(pad(p) for p in pads) + sz(dh) + sz(dw) + en(layout) + en(wl) + en(post) + bytes([0])
+    return b + opts(**o) + text
+
+def gemm(M, N, K, order=0, ta=0, tb=0, alpha=0, beta=1, lds=(0, 0, 0), **o):
+    text = o.pop("text", b"")
+    b = bytes([1]) + sz(M) + sz(N) + sz(K) + en(order) + en(ta) + en(tb)
+    b += b"".join(bytes([0]) if d == 0 else bytes([200, d]) for d in lds)  # tight, or min_ld + d
+    b += bytes([0, alpha, 0, beta, 0])  # float table indices: 0 -> 1.0, 1 -> 0.0, 3 -> 0.5, 4 -> 2.0
+    return b + opts(**o) + text
+
+def fnv(b):
+    h = 1469598103934665603
+    for c in b:
+        h = ((h ^ c) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+CONV_KEY = ("conv N=1 C=16 K=32 H=8 W=8 R=3 S=3 sh=1 sw=1 pt=1 pb=1 pl=1 pr=1 dh=1 dw=1 "
+            "layout=0 wl=0 post=3 threads=1 ranker=3 topk=1")
+GEMM_KEY = ("gemm M=64 N=48 K=32 order=0 ta=0 tb=0 lda=0 ldb=0 ldc=0 alpha=0x1p+0 beta=0x0p+0 "
+            "threads=1 ranker=3 topk=1")
+body = f"plan {CONV_KEY}\t32x8x16/1 : n* k* oh* ow c\nplan {GEMM_KEY}\t64x24x32/1 : m* n* k\n".encode()
+
+seeds = {
+    "conv_3x3_pad_bias_relu": conv(1, 16, 32, 8, 8, 3, 3, pads=(1, 1, 1, 1), post=3),
+    "conv_1x1_stride2_nchw": conv(2, 24, 40, 9, 11, 1, 1, sh=2, sw=2, layout=1, wl=2, how=0x87),
+    "conv_dilated_krsc": conv(1, 8, 20, 12, 14, 3, 2, dh=2, dw=3, pads=(2, 1, 0, 3), wl=1, post=1, ranker=1, top_k=2),
+    "conv_text_schedule": conv(1, 16, 32, 8, 8, 3, 3, pads=(1, 1, 1, 1), sched=1,
+                               text=b"32x8x16/1 : n* k* oh ow c"),
+    "conv_built_schedule": conv(1, 16, 32, 8, 8, 3, 3, sched=3) + sz(32) + sz(6) + sz(16) + sz(1) +
+                           bytes([5]) + bytes([1]) + sz(1) + bytes([1]) + bytes([3]) + sz(1) + bytes([0]) +
+                           bytes([4]) + sz(1) + bytes([0]) + bytes([2]) + sz(1) + bytes([0]) + bytes([5]) + sz(1) + bytes([0]),
+    "gemm_col": gemm(67, 45, 33, ranker=1, how=2),
+    "gemm_row_trans_alpha_beta_ld": gemm(40, 24, 64, order=1, ta=1, tb=1, alpha=3, beta=4, lds=(3, 1, 5), how=0x41),
+    "gemm_text_schedule": gemm(64, 48, 32, sched=1, text=b"64x24x32/1 : m* n* k"),
+    "gemm_volume_topk": gemm(20, 70, 100, ranker=4, top_k=2, flags=1),
+    "wisdom_framed": bytes([3, 0x80]) + body,
+    "schedule_conv": bytes([4, 0]) + b"64x28x64/4 : n* k:4* oh k ow c",
+    "schedule_gemm": bytes([4, 1]) + b"64x24x64/8 : m:4* n m k",
+}
+head = b"polysci-wisdom 1 0.1.0\nmachine some-other-cpu;cores=2;L1=32768\n" + body
+seeds["wisdom_raw_other_machine"] = bytes([2]) + head + b"checksum %016x\n" % fnv(head)
+for name, data in seeds.items():
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(data)
+print(f"{len(seeds)} seeds in {out}")
