@@ -120,6 +120,29 @@ static void cache(ps_context *ctx)
     ps_plan_destroy(p2);
 }
 
+/* Cache sizes given through the API replace detection. */
+static void api_caches(void)
+{
+    ps_context_options o;
+    ps_context_options_init(&o);
+    o.n_cache_sizes = 3;
+    o.cache_sizes[0] = 32 << 10; o.cache_sizes[1] = 512 << 10; o.cache_sizes[2] = 8 << 20;
+    ps_context *ctx;
+    CHECK(ps_context_create(&o, &ctx) == PS_SUCCESS, "context with API caches: %s", ps_last_error_message());
+    if (ctx) {
+        CHECK(ctx->machine.n_levels == 3 && ctx->machine.levels[0].size_bytes == (32 << 10) &&
+                  ctx->machine.levels[2].size_bytes == (8 << 20) && strcmp(ctx->machine.levels[1].source, "api") == 0,
+              "API cache override not applied (levels %d, L1 %zu, source %s)", ctx->machine.n_levels,
+              ctx->machine.levels[0].size_bytes, ctx->machine.levels[1].source);
+        ps_context_destroy(ctx);
+    }
+    o.cache_sizes[1] = 16; /* smaller than L1: rejected */
+    ctx = NULL;
+    CHECK(ps_context_create(&o, &ctx) != PS_SUCCESS && ctx == NULL, "implausible API cache sizes accepted");
+    o.n_cache_sizes = 5;
+    CHECK(ps_context_create(&o, &ctx) == PS_ERR_INVALID_ARG, "n_cache_sizes 5 accepted");
+}
+
 int main(void)
 {
     ps_context *ctx;
@@ -132,6 +155,7 @@ int main(void)
     deterministic(ctx, PS_RANKER_VOLUME);
     cache(ctx);
     ps_context_destroy(ctx);
+    api_caches();
     printf("test_ranking: %s\n", failures ? "FAILED" : "all checks passed");
     return failures != 0;
 }

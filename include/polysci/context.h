@@ -22,6 +22,11 @@ typedef struct ps_context_options {
     size_t struct_size;   /* sizeof(ps_context_options); set by ps_context_options_init */
     int num_threads;      /* threads a plan runs on; 0 = OpenMP's default (omp_get_max_threads) */
     size_t memory_limit;  /* largest buffer a plan may require, bytes; 0 = no limit */
+    /* Cache capacities in bytes, L1 first, overriding detection (hwloc,
+     * sysfs, CPUID) and PS_CACHE_SIZES; n_cache_sizes = 0 keeps detection.
+     * Levels past the list are dropped, as with PS_CACHE_SIZES. */
+    int n_cache_sizes;
+    size_t cache_sizes[4];
 } ps_context_options;
 
 /* Fills *opts with defaults. Always call it before setting fields. */

@@ -37,7 +37,14 @@ ps_status ps_context_create(const ps_context_options *opts, ps_context **ctx)
     c->memory_limit = opts->memory_limit;
     const char *verbose = getenv("PS_VERBOSE");
     c->verbose = verbose ? atoi(verbose) : 0;
+    if (opts->n_cache_sizes < 0 || opts->n_cache_sizes > 4) {
+        free(c);
+        return ps_error(PS_ERR_INVALID_ARG, "ps_context_create: n_cache_sizes %d out of range (0..4)", opts->n_cache_sizes);
+    }
     ps_status st = ps_machine_detect(&c->machine);
+    /* Options override the environment: a bad PS_CACHE_SIZES is then moot. */
+    if (opts->n_cache_sizes > 0)
+        st = ps_machine_override_caches(&c->machine, opts->cache_sizes, opts->n_cache_sizes, "api");
     if (st) {
         free(c);
         return st;

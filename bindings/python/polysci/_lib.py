@@ -130,6 +130,8 @@ class ContextOptionsC(ctypes.Structure):
         ("struct_size", ctypes.c_size_t),
         ("num_threads", ctypes.c_int),
         ("memory_limit", ctypes.c_size_t),
+        ("n_cache_sizes", ctypes.c_int),
+        ("cache_sizes", ctypes.c_size_t * 4),
     ]
 
 
