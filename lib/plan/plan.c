@@ -43,6 +43,27 @@ static uint64_t weight_signature(const ps_exec *e)
     return h;
 }
 
+ps_status ps_plan_options_check(const char *who, const ps_plan_options **opts, ps_plan_options *defaults)
+{
+    if (!*opts) {
+        ps_plan_options_init(defaults);
+        *opts = defaults;
+    }
+    const ps_plan_options *o = *opts;
+    if (o->struct_size != sizeof *o)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: opts.struct_size is %zu, expected %zu (use ps_plan_options_init)", who,
+                        o->struct_size, sizeof *o);
+    if (o->num_threads < 0 || o->num_threads > 4096)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: num_threads %d out of range (0..4096)", who, o->num_threads);
+    if ((int)o->ranker < PS_RANKER_DEFAULT || o->ranker > PS_RANKER_VOLUME)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: unknown ranker %d", who, (int)o->ranker);
+    if (o->top_k < 0 || o->top_k > 100000)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: top_k %d out of range (0..100000)", who, o->top_k);
+    if (o->flags & ~PS_PLAN_NO_CACHE)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: unknown flags 0x%x", who, o->flags & ~PS_PLAN_NO_CACHE);
+    return PS_SUCCESS;
+}
+
 /* PS_VERBOSE lines, like ONEDNN_VERBOSE: one per creation and execution. */
 static void ps_plan_verbose(const ps_plan *p, const char *what, double ms)
 {
@@ -62,21 +83,7 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
     ps_status st = ps_desc_validate(desc);
     if (st) return st;
     ps_plan_options def;
-    if (!opts) {
-        ps_plan_options_init(&def);
-        opts = &def;
-    }
-    if (opts->struct_size != sizeof *opts)
-        return ps_error(PS_ERR_INVALID_ARG, "ps_plan_create: opts.struct_size is %zu, expected %zu (use ps_plan_options_init)",
-                        opts->struct_size, sizeof *opts);
-    if (opts->num_threads < 0 || opts->num_threads > 4096)
-        return ps_error(PS_ERR_INVALID_ARG, "ps_plan_create: num_threads %d out of range (0..4096)", opts->num_threads);
-    if ((int)opts->ranker < PS_RANKER_DEFAULT || opts->ranker > PS_RANKER_VOLUME)
-        return ps_error(PS_ERR_INVALID_ARG, "ps_plan_create: unknown ranker %d", (int)opts->ranker);
-    if (opts->top_k < 0 || opts->top_k > 100000)
-        return ps_error(PS_ERR_INVALID_ARG, "ps_plan_create: top_k %d out of range (0..100000)", opts->top_k);
-    if (opts->flags & ~PS_PLAN_NO_CACHE)
-        return ps_error(PS_ERR_INVALID_ARG, "ps_plan_create: unknown flags 0x%x", opts->flags & ~PS_PLAN_NO_CACHE);
+    if ((st = ps_plan_options_check("ps_plan_create", &opts, &def))) return st;
     const int nthreads = opts->num_threads ? opts->num_threads : ctx->num_threads;
     const ps_ranker ranker = opts->ranker == PS_RANKER_DEFAULT ? ps_planner_default_ranker() : opts->ranker;
     const int top_k = opts->top_k > 1 ? opts->top_k : 1;

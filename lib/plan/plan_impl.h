@@ -21,4 +21,8 @@ struct ps_plan {
 #define PS_PACKED_HEADER 64
 #define PS_PACKED_MAGIC 0x5053574731ull /* "PSWG1" */
 
+/* Validates plan options (NULL = defaults, written to *defaults and *opts
+ * redirected to them); `who` names the API call in messages. */
+ps_status ps_plan_options_check(const char *who, const ps_plan_options **opts, ps_plan_options *defaults);
+
 #endif

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "plan/context_impl.h"
+#include "plan/plan_impl.h"
 #include "ranking/planner.h"
 #include "ranking/rank.h"
 
@@ -23,14 +24,7 @@ ps_status ps_cost_query(ps_context *ctx, const ps_desc *desc, const ps_plan_opti
     ps_status st = ps_desc_validate(desc);
     if (st) return st;
     ps_plan_options def;
-    if (!opts) {
-        ps_plan_options_init(&def);
-        opts = &def;
-    }
-    if (opts->struct_size != sizeof *opts)
-        return ps_error(PS_ERR_INVALID_ARG, "ps_cost_query: opts.struct_size is %zu, expected %zu", opts->struct_size, sizeof *opts);
-    if (opts->num_threads < 0 || opts->num_threads > 4096)
-        return ps_error(PS_ERR_INVALID_ARG, "ps_cost_query: num_threads %d out of range (0..4096)", opts->num_threads);
+    if ((st = ps_plan_options_check("ps_cost_query", &opts, &def))) return st;
     /* A cost query is a question to a cost model: the default is Eq. 1. */
     ps_ranker ranker = opts->ranker == PS_RANKER_DEFAULT ? PS_RANKER_COST : opts->ranker;
     if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME)
