@@ -13,3 +13,6 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install build --prefix "$tmp" >/dev/null
 bash examples/consumer/check.sh "$tmp"
+# The whole ctest suite again under AddressSanitizer + UndefinedBehaviorSanitizer
+# (LeakSanitizer included): its own build in build-asan/ (CMakePresets.json).
+bash scripts/sanitize.sh

@@ -132,6 +132,8 @@ int cmd_info(int argc, char **argv)
      * load it again (PS_CALIBRATE=force re-measures). */
     const char *env = getenv("PS_CALIBRATE");
     int have_profile = m.perf_source && !strcmp(m.perf_source, "profile") && !(env && !strcmp(env, "force"));
+    if (calibrate && !have_profile && isatty(STDERR_FILENO))
+        fprintf(stderr, "polysci info: calibrating (pointer chase, streaming reads, FMA peak; under 1 s)...\n");
     if (calibrate && !have_profile && (st = ps_machine_calibrate(&m, 1)) != PS_SUCCESS) {
         cli_report_status("ps_machine_calibrate", st);
         fprintf(stderr, "polysci info: calibration failed; the numbers are table values\n");
