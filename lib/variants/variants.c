@@ -73,7 +73,10 @@ typedef struct tiling {
 /* Adds one schedule: `order` lists the dims outermost first; the tile loops
  * of `t` go right after the leading image loop. The parallel band is every
  * loop before the first reduction loop. */
-static ps_status add_variant(builder *b, const ps_kernel_shape *ks, const ps_dim *order, int n_order, const tiling *t)
+/* max_band: at most this many outermost loops run in parallel (the band
+ * always stops before the reduction loop). */
+static ps_status add_variant(builder *b, const ps_kernel_shape *ks, const ps_dim *order, int n_order, const tiling *t,
+                             int max_band)
 {
     ps_schedule *s;
     ps_status st = ps_schedule_create(ks->m, ks->n, ks->k, ks->batch, &s);
@@ -87,7 +90,7 @@ static ps_status add_variant(builder *b, const ps_kernel_shape *ks, const ps_dim
     }
     int band = 1;
     for (int i = 0; i < nl; i++) {
-        if (loops[i].dim == PS_DIM_C) band = 0;
+        if (loops[i].dim == PS_DIM_C || i >= max_band) band = 0;
         loops[i].parallel = band;
     }
     for (int i = 0; i < nl; i++) ps_schedule_add_loop(s, loops[i].dim, loops[i].tile, loops[i].parallel);
@@ -124,9 +127,31 @@ ps_status ps_variants_generate(const ps_desc *desc, ps_variant_set *out)
         dims[2] = PS_DIM_C;
         nd = 3;
     }
+    /* Microkernel shapes: the expert's, and narrower output-channel (m/2)
+     * and column (about n/2) blocks. Eq. 1 tends to prefer the smaller
+     * working sets of smaller kernels, which run less efficiently: the
+     * alternatives get the untiled orders and the full reduction only. */
+    ps_kernel_shape shapes[4];
+    int n_shapes = 0;
+    shapes[n_shapes++] = expert;
+    {
+        const int64_t cols = gemm ? desc->u.gemm.N : 0;
+        ps_conv_shape cs;
+        if (!gemm) ps_conv_shape_of(&desc->u.conv, &cs);
+        const int64_t ow = gemm ? cols : cs.OW;
+        int n2 = expert.n / 2;
+        while (n2 >= 4 && ow % n2 != 0) n2--;
+        if (n2 < 4) n2 = expert.n / 2;
+        const int m2 = expert.m >= 32 && expert.m % 32 == 0 ? expert.m / 2 : 0;
+        if (m2) shapes[n_shapes++] = (ps_kernel_shape){m2, expert.n, expert.k, expert.batch};
+        if (n2 >= 4) shapes[n_shapes++] = (ps_kernel_shape){expert.m, n2, expert.k, expert.batch};
+        if (m2 && n2 >= 4) shapes[n_shapes++] = (ps_kernel_shape){m2, n2, expert.k, expert.batch};
+    }
+    for (int sh = 0; sh < n_shapes; sh++) {
     int_list bs = batches(ceil_div(red, expert.k));
+    if (sh > 0) bs.n = 1; /* alternatives: the full reduction per call */
     for (int ib = 0; ib < bs.n; ib++) {
-        ps_kernel_shape kshape = expert;
+        ps_kernel_shape kshape = shapes[sh];
         kshape.batch = bs.v[ib];
         int64_t ext[PS_DIM_COUNT];
         ps_tile_space_extents(desc, &kshape, ext);
@@ -137,13 +162,13 @@ ps_status ps_variants_generate(const ps_desc *desc, ps_variant_set *out)
         tiling tl[16];
         int nt = 0;
         tl[nt++] = (tiling){0, {0, 0}, {0, 0}};
-        for (int64_t t = 2; t <= 8; t *= 2)
+        for (int64_t t = 2; t <= 8 && sh == 0; t *= 2)
             if (ext[PS_DIM_K] >= 2 * t) tl[nt++] = (tiling){1, {PS_DIM_K, 0}, {t, 0}};
-        if (!gemm && ext[PS_DIM_OH] >= 8) {
+        if (sh == 0 && !gemm && ext[PS_DIM_OH] >= 8) {
             tl[nt++] = (tiling){1, {PS_DIM_OH, 0}, {4, 0}};
             if (ext[PS_DIM_K] >= 8) tl[nt++] = (tiling){2, {PS_DIM_K, PS_DIM_OH}, {4, 4}};
         }
-        if (gemm)
+        if (sh == 0 && gemm)
             for (int cols = 192; cols <= 768; cols *= 2) {
                 int64_t panel = cols / kshape.n;
                 if (panel < 2 || ext[PS_DIM_OW] <= panel) continue;
@@ -164,8 +189,14 @@ ps_status ps_variants_generate(const ps_desc *desc, ps_variant_set *out)
             if (!gemm) order[no++] = PS_DIM_N;
             for (int i = 0; i < nd; i++) order[no++] = perm[i];
             for (int t = 0; t < nt; t++)
-                if ((st = add_variant(&b, &kshape, order, no, &tl[t]))) goto fail;
+                if ((st = add_variant(&b, &kshape, order, no, &tl[t], PS_SCHEDULE_MAX_LOOPS))) goto fail;
+            /* Parallel band choice: only the two outermost loops (coarser,
+             * contiguous shares) instead of everything before the reduction. */
+            int c_at = 0;
+            while (c_at < no && order[c_at] != PS_DIM_C) c_at++;
+            if (sh == 0 && ib == 0 && c_at > 2 && (st = add_variant(&b, &kshape, order, no, &tl[0], 2))) goto fail;
         } while (next_permutation(perm, nd));
+    }
     }
     return PS_SUCCESS;
 fail:
