@@ -118,6 +118,24 @@ static void cache(ps_context *ctx)
     CHECK(strcmp(a, b) == 0, "cached plan runs '%s', first ran '%s'", b, a);
     ps_plan_destroy(p1);
     ps_plan_destroy(p2);
+
+    /* A create that fails after planning (here: the memory limit) must not
+     * leave its schedule in the cache (found by the fuzzer). */
+    ps_context_options co;
+    ps_context_options_init(&co);
+    co.memory_limit = 64;
+    ps_context *small;
+    CHECK(ps_context_create(&co, &small) == PS_SUCCESS, "context: %s", ps_last_error_message());
+    if (small) {
+        ps_plan *p3 = NULL;
+        ps_plan_options o;
+        ps_plan_options_init(&o);
+        o.ranker = PS_RANKER_COST;
+        CHECK(ps_plan_create(small, &d, &o, &p3) == PS_ERR_OUT_OF_MEMORY && !p3, "memory limit not enforced");
+        CHECK(ps_context_cached_plans(small) == 0, "a failed create left %d plans in the cache",
+              ps_context_cached_plans(small));
+        ps_context_destroy(small);
+    }
 }
 
 /* Cache sizes given through the API replace detection. */

@@ -88,6 +88,8 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
     const ps_ranker ranker = opts->ranker == PS_RANKER_DEFAULT ? ps_planner_default_ranker() : opts->ranker;
     const int top_k = opts->top_k > 1 ? opts->top_k : 1;
 
+    char key[1024];
+    int remember = 0; /* a newly planned schedule to put in the plan cache */
     ps_plan *p = calloc(1, sizeof *p);
     if (!p) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_plan_create: out of memory");
     p->ctx = ctx;
@@ -99,7 +101,6 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
             goto fail;
         }
     } else {
-        char key[1024];
         ps_plan_key(desc, nthreads, ranker, top_k, key, sizeof key);
         if (!(opts->flags & PS_PLAN_NO_CACHE)) p->schedule = ps_cache_lookup(ctx, key);
         p->from_cache = p->schedule != NULL;
@@ -107,7 +108,7 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
             if ((st = ps_planner_choose(ctx, desc, nthreads, ranker, top_k, &p->schedule))) goto fail;
             /* Whatever the ranker did, the executor only runs checked schedules. */
             if ((st = ps_schedule_check(p->schedule, desc))) goto fail;
-            if (!(opts->flags & PS_PLAN_NO_CACHE) && (st = ps_cache_insert(ctx, key, p->schedule))) goto fail;
+            remember = !(opts->flags & PS_PLAN_NO_CACHE);
         }
     }
     if ((st = ps_exec_build(&p->exec, desc, p->schedule, nthreads))) goto fail;
@@ -121,6 +122,8 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
                       "the context's memory limit is %zu", p->workspace_bytes, p->packed_bytes, ctx->memory_limit);
         goto fail;
     }
+    /* Only a plan that was built completely teaches the cache anything. */
+    if (remember && (st = ps_cache_insert(ctx, key, p->schedule))) goto fail;
     p->create_ms = now_ms() - t0;
     if (ctx->verbose) ps_plan_verbose(p, "create", p->create_ms);
     *out = p;
