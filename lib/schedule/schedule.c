@@ -271,11 +271,13 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
     ps_kernel_shape ks;
     if (desc->kind == PS_OP_GEMM) {
         const ps_gemm_desc *g = &desc->u.gemm;
+        /* Measured on 2048^3 and 320x3072x4096 (docs/performance.md): 48-wide
+         * column blocks and 8 reduction blocks per call beat 16-24 wide and 16. */
         ks.m = pick_block(g->M, 64);
-        ks.n = pick_width(g->N, 24);
+        ks.n = pick_width(g->N, 48);
         ks.k = pick_block(g->K, 64);
         int64_t blocks = ceil_div(g->K, ks.k);
-        ks.batch = (int)(blocks < 16 ? blocks : 16);
+        ks.batch = (int)(blocks < 8 ? blocks : 8);
     } else {
         ps_conv_shape c;
         ps_conv_shape_of(&desc->u.conv, &c);

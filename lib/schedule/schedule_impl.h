@@ -43,7 +43,7 @@ void ps_tile_space_extents(const ps_desc *desc, const ps_kernel_shape *ks, int64
 /* The expert microkernel for a descriptor (PolyScientist's hand-chosen
  * BRGEMM shape): the widest register-friendly output-channel block (<= 64,
  * a multiple of 16 dividing the extent when one exists), the widest column
- * block dividing the row (<= 28 conv, <= 24 gemm) and a 64-wide reduction
+ * block dividing the row (<= 28 conv, <= 48 gemm) and a 64-wide reduction
  * block; batch = every reduction block (capped). Default schedule and
  * variant space share it, so the planner ranks outer loops only. */
 ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
