@@ -190,6 +190,10 @@ void cli_schedule_text(const ps_schedule *sched, ps_op_kind kind, char *buf, siz
 /* Creates a context running `threads` threads (0: OpenMP's default); on failure
  * prints the error and returns CLI_FAIL. */
 int cli_context_create(int threads, ps_context **ctx);
+/* "polysci CMD conv|gemm ...": help and unknown-operation handling, then the
+ * hand-off to op() with argv[0] = "conv" or "gemm". usage is printed as is. */
+int cli_dispatch_op(const char *cmd, const char *usage, int argc, char **argv,
+                    int (*op)(ps_op_kind kind, int argc, char **argv));
 /* 1 when stderr is a terminal (progress lines go there only then). */
 int cli_progress_enabled(void);
 /* Writes s as a JSON string literal (with quotes). */

@@ -200,3 +200,21 @@ int cli_find_shared(char *buf, size_t len)
     if (shared_upwards(".", buf, len)) return 1;
     return 0;
 }
+
+int cli_dispatch_op(const char *cmd, const char *usage, int argc, char **argv,
+                    int (*op)(ps_op_kind kind, int argc, char **argv))
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return CLI_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    if (!strcmp(argv[1], "conv")) return op(PS_OP_CONV_FWD, argc - 1, argv + 1);
+    if (!strcmp(argv[1], "gemm")) return op(PS_OP_GEMM, argc - 1, argv + 1);
+    fprintf(stderr, "polysci %s: unknown operation '%s'\n", cmd, argv[1]);
+    fputs(usage, stderr);
+    return CLI_USAGE;
+}

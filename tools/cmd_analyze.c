@@ -277,26 +277,16 @@ static int analyze_gemm(int argc, char **argv)
 
 /* ---------------------------------------------------------------- dispatch */
 
-static void analyze_usage(FILE *f)
+static int analyze_op(ps_op_kind kind, int argc, char **argv)
 {
-    fprintf(f, "usage: polysci analyze conv [options]   working sets of a conv schedule\n"
-               "       polysci analyze gemm [options]   of the Figure 4 matmul or a GEMM schedule\n"
-               "See 'polysci analyze conv --help' and 'polysci analyze gemm --help'.\n");
+    return kind == PS_OP_GEMM ? analyze_gemm(argc, argv) : analyze_conv(argc, argv);
 }
 
 int cmd_analyze(int argc, char **argv)
 {
-    if (argc < 2) {
-        analyze_usage(stderr);
-        return CLI_USAGE;
-    }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        analyze_usage(stdout);
-        return CLI_OK;
-    }
-    if (!strcmp(argv[1], "conv")) return analyze_conv(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "gemm")) return analyze_gemm(argc - 1, argv + 1);
-    fprintf(stderr, "polysci analyze: unknown operation '%s'\n", argv[1]);
-    analyze_usage(stderr);
-    return CLI_USAGE;
+    static const char usage[] =
+        "usage: polysci analyze conv [options]   working sets of a conv schedule\n"
+        "       polysci analyze gemm [options]   of the Figure 4 matmul or a GEMM schedule\n"
+        "See 'polysci analyze conv --help' and 'polysci analyze gemm --help'.\n";
+    return cli_dispatch_op("analyze", usage, argc, argv, analyze_op);
 }

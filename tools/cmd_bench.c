@@ -859,26 +859,11 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     return n_fail ? CLI_FAIL : CLI_OK;
 }
 
-static void bench_usage(FILE *f)
-{
-    fprintf(f, "usage: polysci bench conv --layers FILE [options]   time conv layers\n"
-               "       polysci bench gemm --layers FILE [options]   time GEMMs\n"
-               "See 'polysci bench conv --help'.\n");
-}
-
 int cmd_bench(int argc, char **argv)
 {
-    if (argc < 2) {
-        bench_usage(stderr);
-        return CLI_USAGE;
-    }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        bench_usage(stdout);
-        return CLI_OK;
-    }
-    if (!strcmp(argv[1], "conv")) return bench_op(PS_OP_CONV_FWD, argc - 1, argv + 1);
-    if (!strcmp(argv[1], "gemm")) return bench_op(PS_OP_GEMM, argc - 1, argv + 1);
-    fprintf(stderr, "polysci bench: unknown operation '%s'\n", argv[1]);
-    bench_usage(stderr);
-    return CLI_USAGE;
+    static const char usage[] =
+        "usage: polysci bench conv --layers FILE [options]   time conv layers\n"
+        "       polysci bench gemm --layers FILE [options]   time GEMMs\n"
+        "See 'polysci bench conv --help'.\n";
+    return cli_dispatch_op("bench", usage, argc, argv, bench_op);
 }

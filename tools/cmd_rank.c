@@ -134,26 +134,16 @@ static int rank_gemm(int argc, char **argv)
     return rank_report(cmd, &desc, &r, shape);
 }
 
-static void rank_usage(FILE *f)
+static int rank_op(ps_op_kind kind, int argc, char **argv)
 {
-    fprintf(f, "usage: polysci rank conv [options]   ranked candidate schedules of a convolution\n"
-               "       polysci rank gemm [options]   ranked candidate schedules of a GEMM\n"
-               "See 'polysci rank conv --help' and 'polysci rank gemm --help'.\n");
+    return kind == PS_OP_GEMM ? rank_gemm(argc, argv) : rank_conv(argc, argv);
 }
 
 int cmd_rank(int argc, char **argv)
 {
-    if (argc < 2) {
-        rank_usage(stderr);
-        return CLI_USAGE;
-    }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        rank_usage(stdout);
-        return CLI_OK;
-    }
-    if (!strcmp(argv[1], "conv")) return rank_conv(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "gemm")) return rank_gemm(argc - 1, argv + 1);
-    fprintf(stderr, "polysci rank: unknown operation '%s'\n", argv[1]);
-    rank_usage(stderr);
-    return CLI_USAGE;
+    static const char usage[] =
+        "usage: polysci rank conv [options]   ranked candidate schedules of a convolution\n"
+        "       polysci rank gemm [options]   ranked candidate schedules of a GEMM\n"
+        "See 'polysci rank conv --help' and 'polysci rank gemm --help'.\n";
+    return cli_dispatch_op("rank", usage, argc, argv, rank_op);
 }

@@ -187,26 +187,16 @@ static int run_gemm(int argc, char **argv)
 
 /* ---------------------------------------------------------------- dispatch */
 
-static void run_usage(FILE *f)
+static int run_op(ps_op_kind kind, int argc, char **argv)
 {
-    fprintf(f, "usage: polysci run conv [options]   plan, run and check one convolution\n"
-               "       polysci run gemm [options]   plan, run and check one GEMM\n"
-               "See 'polysci run conv --help' and 'polysci run gemm --help'.\n");
+    return kind == PS_OP_GEMM ? run_gemm(argc, argv) : run_conv(argc, argv);
 }
 
 int cmd_run(int argc, char **argv)
 {
-    if (argc < 2) {
-        run_usage(stderr);
-        return CLI_USAGE;
-    }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        run_usage(stdout);
-        return CLI_OK;
-    }
-    if (!strcmp(argv[1], "conv")) return run_conv(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "gemm")) return run_gemm(argc - 1, argv + 1);
-    fprintf(stderr, "polysci run: unknown operation '%s'\n", argv[1]);
-    run_usage(stderr);
-    return CLI_USAGE;
+    static const char usage[] =
+        "usage: polysci run conv [options]   plan, run and check one convolution\n"
+        "       polysci run gemm [options]   plan, run and check one GEMM\n"
+        "See 'polysci run conv --help' and 'polysci run gemm --help'.\n";
+    return cli_dispatch_op("run", usage, argc, argv, run_op);
 }
