@@ -115,6 +115,47 @@ static void sample(ps_context *ctx, const ps_desc *d, unsigned seed, int per_ran
     }
 }
 
+/* The space is large and free of literal duplicates: ResNet-50 shapes whose
+ * tile space has few non-trivial loops (a flattened 1x1 with C and K in one
+ * block each; a 7x7 1x1) still get at least 100 distinct schedules. */
+static void check_space(ps_context *ctx)
+{
+    const struct { int N, C, K, H, W, R, S, st, pad; } shapes[] = {
+        {2, 64, 64, 56, 56, 1, 1, 1, 0}, {2, 2048, 512, 7, 7, 1, 1, 1, 0}, {2, 3, 64, 224, 224, 7, 7, 2, 3},
+        {2, 128, 128, 28, 28, 3, 3, 1, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        ps_desc d;
+        ps_desc_init_conv(&d);
+        ps_conv_desc *c = &d.u.conv;
+        c->N = shapes[i].N; c->C = shapes[i].C; c->K = shapes[i].K; c->H = shapes[i].H; c->W = shapes[i].W;
+        c->R = shapes[i].R; c->S = shapes[i].S; c->stride_h = c->stride_w = shapes[i].st;
+        c->pad_top = c->pad_bottom = c->pad_left = c->pad_right = shapes[i].pad;
+        ps_plan_options o;
+        ps_plan_options_init(&o);
+        o.num_threads = 2;
+        o.ranker = PS_RANKER_VOLUME;
+        ps_cost_report *rep;
+        if (ps_cost_query(ctx, &d, &o, &rep)) {
+            printf("FAIL cost query: %s\n", ps_last_error_message());
+            failures++;
+            continue;
+        }
+        int n = ps_cost_report_size(rep), dups = 0;
+        for (int a = 0; a < n; a++)
+            for (int b = a + 1; b < n; b++) {
+                ps_variant_cost va, vb;
+                ps_cost_report_get(rep, a, &va);
+                ps_cost_report_get(rep, b, &vb);
+                dups += !strcmp(va.schedule, vb.schedule);
+            }
+        if (n < 100 || dups) {
+            printf("FAIL variant space of shape %zu: %d variants (want >= 100), %d duplicates\n", i, n, dups);
+            failures++;
+        }
+        ps_cost_report_destroy(rep);
+    }
+}
+
 int main(void)
 {
     const char *env = getenv("PS_TEST_SEED");
@@ -153,6 +194,7 @@ int main(void)
         g->trans_a = gemms[i].ta; g->trans_b = gemms[i].tb; g->alpha = gemms[i].alpha; g->beta = gemms[i].beta;
         sample(ctx, &d, seed + 100u + (unsigned)i, 8);
     }
+    check_space(ctx);
     ps_context_destroy(ctx);
     printf("test_variants: %d variants run, %d failures\n", checked, failures);
     return failures != 0 || checked == 0;

@@ -1,6 +1,7 @@
 /* Poly-ranking: analysis -> Alg. 2 -> Eq. 1 -> sort. */
 #include "ranking/rank.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,27 +85,44 @@ ps_status ps_rank_variants(const ps_machine *m, const ps_desc *desc, int nthread
     ps_analysis_options_init(&ao);
     ao.num_threads = nthreads;
     ao.method = PS_ANALYSIS_FAST;
+    /* Variants are independent: analyse them on the plan's threads (cold
+     * planning time is the user's wait). Error texts are thread-local, so the
+     * first failure's text is carried back to the calling thread. */
+    int failed_at = vs.n;
+    char failure[512] = "";
+#pragma omp parallel for num_threads(nthreads > 0 ? nthreads : 1) schedule(dynamic, 4)
     for (int i = 0; i < vs.n; i++) {
-        ps_ranked *r = &out->v[out->n];
+        ps_ranked *r = &out->v[i];
+        r->index = i;
         if (ranker == PS_RANKER_VOLUME) {
             ps_traffic_estimate(m, desc, vs.items[i], nthreads, r->ws);
             r->cost = ps_traffic_cost(m, r->ws);
-        } else {
-            ps_analysis *a;
-            if ((st = ps_analysis_create(desc, vs.items[i], &ao, &a))) break;
-            ps_rank_alg2(m, nthreads, a, r->ws);
-            r->cost = ps_rank_eq1(m, r->ws);
-            ps_analysis_destroy(a);
+            continue;
         }
-        r->schedule = vs.items[i];
-        vs.items[i] = NULL; /* moved */
-        r->index = i;
-        out->n++;
+        ps_analysis *a;
+        ps_status sa = ps_analysis_create(desc, vs.items[i], &ao, &a);
+        if (sa) {
+#pragma omp critical(ps_rank_failure)
+            if (i < failed_at) {
+                failed_at = i;
+                st = sa;
+                snprintf(failure, sizeof failure, "%s", ps_last_error_message());
+            }
+            continue;
+        }
+        ps_rank_alg2(m, nthreads, a, r->ws);
+        r->cost = ps_rank_eq1(m, r->ws);
+        ps_analysis_destroy(a);
     }
+    for (int i = 0; i < vs.n; i++) {
+        out->v[i].schedule = vs.items[i];
+        vs.items[i] = NULL; /* moved */
+    }
+    out->n = vs.n;
     ps_variant_set_release(&vs);
     if (st) {
         ps_ranking_release(out);
-        return st;
+        return ps_error(st, "%s", failure);
     }
     qsort(out->v, (size_t)out->n, sizeof *out->v, by_cost);
     return PS_SUCCESS;

@@ -11,9 +11,11 @@ typedef struct ps_variant_set {
 } ps_variant_set;
 
 /* Enumerates, in a deterministic order, the outer loops around the expert
- * microkernel (ps_schedule_expert_kernel): reduction chunking (batch) x loop
- * orders x tilings; the parallel band is the longest prefix of loops before
- * the reduction loop. */
+ * microkernel (ps_schedule_expert_kernel) and a few narrower kernels:
+ * reduction chunking (batch) x tilings x loop orders x parallel-band limits,
+ * in tiers from the most to the least promising, at most PS_VARIANTS_MAX
+ * (480) schedules. Schedules that differ only in loops of trip count 1 are
+ * the same schedule: only the first is kept. */
 ps_status ps_variants_generate(const ps_desc *desc, ps_variant_set *out);
 void ps_variant_set_release(ps_variant_set *set);
 
