@@ -6,7 +6,13 @@
  * to the fastest cache level it fits in (PolyScientist Alg. 2; per-thread for
  * private caches, all threads together for shared ones) and scores
  *     cost = sum_i WS_Li * lat_Li / bw_Li + WS_mem * lat_mem / bw_mem   (Eq. 1)
- * The report lists the variants in rank order (lowest cost first). */
+ * The report lists the variants in rank order (lowest cost first).
+ *
+ * PS_RANKER_DNN (PolyScientist-DNN, paper §5.2.2) ranks the same variants
+ * with a pairwise neural model over their Alg. 2 working sets: every
+ * variant plays every other twice (once as each side of the pair); the
+ * report lists them by most games won, then fewest lost, then Eq. 1 order
+ * (docs/cost-model.md, "DNN ranker"). */
 #ifndef POLYSCI_COST_H
 #define POLYSCI_COST_H
 
@@ -34,13 +40,15 @@ typedef struct ps_variant_cost {
     int rank;                 /* 1 = the planner's first choice */
     const char *schedule;     /* text form; owned by the report */
     double cost;              /* Eq. 1 (lower is better); for PS_RANKER_DNN the
-                                 tournament's losses, for comparison only */
+                                 tournament's losses (games lost, of 2 per other
+                                 variant), for comparison only: not sorted */
     double ws_bytes[PS_COST_LEVELS]; /* bytes of working sets served by L1, L2, L3, memory */
 } ps_variant_cost;
 
 /* __give *out: the ranked variants for desc. opts may be NULL; its
- * num_threads and ranker (PS_RANKER_COST — also for PS_RANKER_DEFAULT — or
- * PS_RANKER_VOLUME) are used; schedule, top_k and flags are ignored. */
+ * num_threads and ranker (PS_RANKER_COST — also for PS_RANKER_DEFAULT —,
+ * PS_RANKER_VOLUME or PS_RANKER_DNN; PS_RANKER_NONE: PS_ERR_UNSUPPORTED) are
+ * used; schedule, top_k and flags are ignored. */
 PS_API ps_status ps_cost_query(ps_context *ctx, const ps_desc *desc, const ps_plan_options *opts,
                                ps_cost_report **out);
 PS_API int ps_cost_report_size(const ps_cost_report *report);

@@ -36,7 +36,8 @@ typedef enum ps_ranker {
     PS_RANKER_DEFAULT = 0, /* the option that measured best (docs/performance.md): currently
                               PS_RANKER_NONE; cost queries treat it as PS_RANKER_COST */
     PS_RANKER_COST = 1,    /* PolyScientist cost model: Alg. 2 + Eq. 1 over isl working sets */
-    PS_RANKER_DNN = 2,     /* pairwise neural ranking with a tournament */
+    PS_RANKER_DNN = 2,     /* PolyScientist-DNN: pairwise neural ranking of the variants' Alg. 2
+                              working sets, round-robin tournament (see cost.h) */
     PS_RANKER_NONE = 3,    /* no search: the fixed-order default schedule */
     PS_RANKER_VOLUME = 4   /* Eq. 1 over estimated data volumes per level instead of
                               working-set sizes (see docs/cost-model.md) */

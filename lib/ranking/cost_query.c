@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "plan/context_impl.h"
 #include "plan/plan_impl.h"
+#include "ranking/dnn.h"
 #include "ranking/planner.h"
 #include "ranking/rank.h"
 
@@ -27,11 +28,13 @@ ps_status ps_cost_query(ps_context *ctx, const ps_desc *desc, const ps_plan_opti
     if ((st = ps_plan_options_check("ps_cost_query", &opts, &def))) return st;
     /* A cost query is a question to a cost model: the default is Eq. 1. */
     ps_ranker ranker = opts->ranker == PS_RANKER_DEFAULT ? PS_RANKER_COST : opts->ranker;
-    if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME)
+    if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME && ranker != PS_RANKER_DNN)
         return ps_error(PS_ERR_UNSUPPORTED, "ps_cost_query: ranker %d has no cost model", (int)opts->ranker);
     int nthreads = opts->num_threads ? opts->num_threads : ctx->num_threads;
     ps_ranking r;
-    if ((st = ps_rank_variants(&ctx->machine, desc, nthreads, ranker, &r))) return st;
+    st = ranker == PS_RANKER_DNN ? ps_dnn_rank_variants(&ctx->machine, desc, nthreads, &r)
+                                 : ps_rank_variants(&ctx->machine, desc, nthreads, ranker, &r);
+    if (st) return st;
     ps_cost_report *rep = calloc(1, sizeof *rep);
     if (rep) {
         rep->v = calloc((size_t)(r.n ? r.n : 1), sizeof *rep->v);
@@ -53,7 +56,8 @@ ps_status ps_cost_query(ps_context *ctx, const ps_desc *desc, const ps_plan_opti
         ps_variant_cost *v = &rep->v[i];
         v->rank = i + 1;
         v->schedule = rep->text[i];
-        v->cost = r.v[i].cost;
+        /* The tournament has no cost; its losses say how contested a place is. */
+        v->cost = ranker == PS_RANKER_DNN ? (double)r.v[i].losses : r.v[i].cost;
         memcpy(v->ws_bytes, r.v[i].ws, sizeof v->ws_bytes);
     }
     ps_ranking_release(&r);

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "execution/engine.h"
+#include "ranking/dnn.h"
 #include "ranking/rank.h"
 
 /* Measured (docs/performance.md): on ResNet-50 neither static ranker beat
@@ -97,10 +98,11 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
     *out = NULL;
     if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker();
     if (ranker == PS_RANKER_NONE) return ps_schedule_default(desc, out);
-    if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME)
+    if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME && ranker != PS_RANKER_DNN)
         return ps_error(PS_ERR_UNSUPPORTED, "planner: ranker %d is not available in this build", (int)ranker);
     ps_ranking r;
-    ps_status st = ps_rank_variants(&ctx->machine, desc, nthreads, ranker, &r);
+    ps_status st = ranker == PS_RANKER_DNN ? ps_dnn_rank_variants(&ctx->machine, desc, nthreads, &r)
+                                           : ps_rank_variants(&ctx->machine, desc, nthreads, ranker, &r);
     if (st) return st;
     if (r.n == 0) {
         ps_ranking_release(&r);
@@ -110,8 +112,10 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
         for (int i = 0; i < r.n; i++) {
             char text[512];
             ps_schedule_format(r.v[i].schedule, desc->kind, text, sizeof text, NULL);
-            fprintf(stderr, "polysci_verbose,rank,%d,%s,%.6g,L1=%.0f,L2=%.0f,L3=%.0f,mem=%.0f\n", i + 1, text, r.v[i].cost,
+            fprintf(stderr, "polysci_verbose,rank,%d,%s,%.6g,L1=%.0f,L2=%.0f,L3=%.0f,mem=%.0f", i + 1, text, r.v[i].cost,
                     r.v[i].ws[0], r.v[i].ws[1], r.v[i].ws[2], r.v[i].ws[3]);
+            if (ranker == PS_RANKER_DNN) fprintf(stderr, ",wins=%d,losses=%d", r.v[i].wins, r.v[i].losses);
+            fputc('\n', stderr);
         }
     }
     int pick = 0;

@@ -12,6 +12,7 @@ typedef struct ps_ranked {
     double cost;
     double ws[PS_COST_LEVELS];       /* Alg. 2 sums: L1, L2, L3, memory (bytes) */
     int index;                       /* position in generation order (stable tie-break) */
+    int wins, losses;                /* PS_RANKER_DNN: tournament games won and lost (else 0) */
 } ps_ranked;
 
 typedef struct ps_ranking {
@@ -29,7 +30,8 @@ double ps_rank_eq1(const ps_machine *m, const double ws[PS_COST_LEVELS]);
 
 /* Generates and costs every variant, then sorts by cost. ranker:
  * PS_RANKER_COST (isl working sets, Alg. 2, Eq. 1) or PS_RANKER_VOLUME
- * (data volumes per level, Eq. 1 weights). */
+ * (data volumes per level, Eq. 1 weights); PS_RANKER_DNN: see
+ * ps_dnn_rank_variants (dnn.h). */
 ps_status ps_rank_variants(const ps_machine *m, const ps_desc *desc, int nthreads, ps_ranker ranker, ps_ranking *out);
 void ps_ranking_release(ps_ranking *r);
 

@@ -5,8 +5,9 @@
  * realloc, aligned_alloc, posix_memalign, strdup and free polysci makes is
  * counted. Two scenarios cover the API: "context" (ps_context_create, a GEMM,
  * destroy) and "api" (on one shared context: schedules, conv and GEMM plans
- * with the planner ranking and timing variants, plan-cache hits, packing,
- * execution with and without a caller workspace, cost queries, wisdom
+ * with the planner ranking (Eq. 1, volumes, the DNN tournament) and timing
+ * variants, plan-cache hits, packing, execution with and without a caller
+ * workspace, cost queries (Eq. 1 and DNN), wisdom
  * export/import from file and memory). Each is run once to count its
  * allocations, then again for N = 1, 2, ... with the Nth allocation failing,
  * until a run makes fewer than N allocations (nothing left to fail). Each run
@@ -295,13 +296,16 @@ static void do_wisdom(ps_context *ctx)
     }
 }
 
-static void do_cost_query(ps_context *ctx)
+static void do_cost_query(ps_context *ctx, ps_ranker ranker)
 {
     ps_desc d;
     gemm_desc(&d);
+    ps_plan_options o;
+    ps_plan_options_init(&o);
+    o.ranker = ranker;
     ps_cost_report *r = (ps_cost_report *)&d;
     prime();
-    if (!outcome(ps_cost_query(ctx, &d, NULL, &r), "ps_cost_query")) {
+    if (!outcome(ps_cost_query(ctx, &d, &o, &r), "ps_cost_query")) {
         if (r) FAIL("failed ps_cost_query left *out non-NULL");
         return;
     }
@@ -360,10 +364,12 @@ static void scenario_api(void)
 
     PHASE(do_conv(ctx, PS_RANKER_COST, 2, 0));   /* ranking + timing, own workspace allocation */
     PHASE(do_conv(ctx, PS_RANKER_COST, 2, 1));   /* plan-cache hit, caller's workspace */
+    PHASE(do_conv(ctx, PS_RANKER_DNN, 2, 0));    /* ranking, tournament, timing */
     PHASE(do_gemm(ctx, PS_RANKER_VOLUME, 1, 0, NULL));
     PHASE(do_gemm(ctx, PS_RANKER_NONE, 1, 1, NULL));
     if (s) do_gemm(ctx, PS_RANKER_DEFAULT, 1, 0, s); /* the user's schedule */
-    PHASE(do_cost_query(ctx));
+    PHASE(do_cost_query(ctx, PS_RANKER_DEFAULT));
+    PHASE(do_cost_query(ctx, PS_RANKER_DNN));
     PHASE(do_wisdom(ctx));
     ps_schedule_destroy(s);
     ps_schedule_destroy(def);

@@ -1,0 +1,237 @@
+/* PolyScientist-DNN: batched MLP inference and the round-robin tournament. */
+#include "ranking/dnn.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* Games evaluated together. The forward pass keeps a batch as [neuron][game]
+ * so every inner loop runs over BATCH contiguous floats with one weight
+ * broadcast: plain loops gcc vectorizes at any width. Every game goes through
+ * the same lanes in the same order, so its result does not depend on which
+ * batch, thread or ISA computed it (no FMA contraction in ISO C mode). */
+#define BATCH 32
+
+typedef void (*forward_fn)(const ps_dnn_model *m, const float x[PS_DNN_IN][BATCH], float z[PS_DNN_OUT][BATCH]);
+
+/* out[o][p] = b[o] + sum_i w[o][i] * in[i][p]. */
+static inline __attribute__((always_inline)) void dense(int nout, int nin, const float *w, const float *b,
+                                                        const float *in, float *out)
+{
+    for (int o = 0; o < nout; o++) {
+        float acc[BATCH];
+        for (int p = 0; p < BATCH; p++) acc[p] = b[o];
+        for (int i = 0; i < nin; i++) {
+            const float wi = w[o * nin + i];
+            const float *x = in + i * BATCH;
+            for (int p = 0; p < BATCH; p++) acc[p] += wi * x[p];
+        }
+        memcpy(out + o * BATCH, acc, sizeof acc);
+    }
+}
+
+static inline __attribute__((always_inline)) void relu(float *v, int n)
+{
+    for (int i = 0; i < n; i++) v[i] = v[i] > 0.0f ? v[i] : 0.0f;
+}
+
+static inline __attribute__((always_inline)) void softsign(float *v, int n)
+{
+    for (int i = 0; i < n; i++) v[i] = v[i] / (1.0f + fabsf(v[i]));
+}
+
+/* The logits z of BATCH games. */
+static inline __attribute__((always_inline)) void forward_body(const ps_dnn_model *m,
+                                                               const float x[PS_DNN_IN][BATCH],
+                                                               float z[PS_DNN_OUT][BATCH])
+{
+    float h1[PS_DNN_H1][BATCH], h2[PS_DNN_H2][BATCH], h3[PS_DNN_H3][BATCH], h4[PS_DNN_H4][BATCH];
+    dense(PS_DNN_H1, PS_DNN_IN, &m->w1[0][0], m->b1, &x[0][0], &h1[0][0]);
+    relu(&h1[0][0], PS_DNN_H1 * BATCH);
+    dense(PS_DNN_H2, PS_DNN_H1, &m->w2[0][0], m->b2, &h1[0][0], &h2[0][0]);
+    relu(&h2[0][0], PS_DNN_H2 * BATCH);
+    dense(PS_DNN_H3, PS_DNN_H2, &m->w3[0][0], m->b3, &h2[0][0], &h3[0][0]);
+    softsign(&h3[0][0], PS_DNN_H3 * BATCH);
+    dense(PS_DNN_H4, PS_DNN_H3, &m->w4[0][0], m->b4, &h3[0][0], &h4[0][0]);
+    relu(&h4[0][0], PS_DNN_H4 * BATCH);
+    dense(PS_DNN_OUT, PS_DNN_H4, &m->w5[0][0], m->b5, &h4[0][0], &z[0][0]);
+}
+
+/* One body, compiled for the widest vectors the CPU has (chosen at run time,
+ * as lib/machine/calibrate.c does); without contraction the arithmetic is the
+ * same IEEE operations at every width. */
+static void forward_generic(const ps_dnn_model *m, const float x[PS_DNN_IN][BATCH], float z[PS_DNN_OUT][BATCH])
+{
+    forward_body(m, x, z);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+__attribute__((target("avx512f"))) static void forward_avx512(const ps_dnn_model *m, const float x[PS_DNN_IN][BATCH],
+                                                              float z[PS_DNN_OUT][BATCH])
+{
+    forward_body(m, x, z);
+}
+
+__attribute__((target("avx2"))) static void forward_avx2(const ps_dnn_model *m, const float x[PS_DNN_IN][BATCH],
+                                                         float z[PS_DNN_OUT][BATCH])
+{
+    forward_body(m, x, z);
+}
+#endif
+
+static forward_fn pick_forward(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (__builtin_cpu_supports("avx512f")) return forward_avx512;
+    if (__builtin_cpu_supports("avx2")) return forward_avx2;
+#endif
+    return forward_generic;
+}
+
+void ps_dnn_features(const double a[PS_COST_LEVELS], const double b[PS_COST_LEVELS], float x[PS_DNN_IN])
+{
+    for (int l = 0; l < PS_COST_LEVELS; l++) {
+        const double s = a[l] + b[l];
+        /* Neither variant uses this level: a tie, not a division by zero. */
+        x[l] = s > 0.0 ? (float)(a[l] / s) : 0.5f;
+        x[PS_COST_LEVELS + l] = s > 0.0 ? (float)(b[l] / s) : 0.5f;
+    }
+}
+
+/* Logits of one game: the batched pass with every lane the same game, so a
+ * single inference is bit for bit what the tournament computes. */
+static void logits_one(const ps_dnn_model *m, const float x[PS_DNN_IN], float z[PS_DNN_OUT])
+{
+    float xb[PS_DNN_IN][BATCH], zb[PS_DNN_OUT][BATCH];
+    for (int i = 0; i < PS_DNN_IN; i++)
+        for (int p = 0; p < BATCH; p++) xb[i][p] = x[i];
+    pick_forward()(m, xb, zb);
+    z[0] = zb[0][0];
+    z[1] = zb[1][0];
+}
+
+void ps_dnn_infer(const ps_dnn_model *m, const float x[PS_DNN_IN], float p[PS_DNN_OUT])
+{
+    float z[PS_DNN_OUT];
+    logits_one(m, x, z);
+    /* Two-way softmax in the form that cannot overflow. */
+    const float d = z[1] - z[0];
+    if (d > 0.0f) {
+        const float e = expf(-d);
+        p[0] = e / (1.0f + e);
+        p[1] = 1.0f / (1.0f + e);
+    } else {
+        const float e = expf(d);
+        p[0] = 1.0f / (1.0f + e);
+        p[1] = e / (1.0f + e);
+    }
+}
+
+static int decide(float z0, float z1)
+{
+    const float d = z0 - z1;
+    return d > PS_DNN_LOGIT_THRESHOLD ? 1 : d < -PS_DNN_LOGIT_THRESHOLD ? -1 : 0;
+}
+
+int ps_dnn_game(const ps_dnn_model *m, const float x[PS_DNN_IN])
+{
+    float z[PS_DNN_OUT];
+    logits_one(m, x, z);
+    return decide(z[0], z[1]);
+}
+
+/* Games (i, j) for every j: out[j] = +1 when i (as A) beats j, -1 when it
+ * loses, 0 for a draw; out[i] is played too (cheaper than a gap) and ignored. */
+static void play_row(const ps_dnn_model *m, forward_fn fwd, const double (*ws)[PS_COST_LEVELS], int n, int i,
+                     signed char *out)
+{
+    float x[PS_DNN_IN][BATCH], z[PS_DNN_OUT][BATCH];
+    for (int j0 = 0; j0 < n; j0 += BATCH) {
+        const int nb = n - j0 < BATCH ? n - j0 : BATCH;
+        for (int p = 0; p < BATCH; p++) {
+            float f[PS_DNN_IN];
+            /* Lanes past the end replay the last game: defined data, results unused. */
+            ps_dnn_features(ws[i], ws[j0 + (p < nb ? p : nb - 1)], f);
+            for (int k = 0; k < PS_DNN_IN; k++) x[k][p] = f[k];
+        }
+        fwd(m, x, z);
+        for (int p = 0; p < nb; p++) out[j0 + p] = (signed char)decide(z[0][p], z[1][p]);
+    }
+}
+
+typedef struct standing {
+    int wins, losses, pos;
+} standing;
+
+static int by_standing(const void *pa, const void *pb)
+{
+    const standing *a = pa, *b = pb;
+    if (a->wins != b->wins) return a->wins > b->wins ? -1 : 1;
+    if (a->losses != b->losses) return a->losses < b->losses ? -1 : 1;
+    return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+ps_status ps_dnn_tournament(const ps_dnn_model *m, ps_ranking *r, int nthreads)
+{
+    const int n = r->n;
+    if (n < 2) {
+        for (int i = 0; i < n; i++) r->v[i].wins = r->v[i].losses = 0;
+        return PS_SUCCESS;
+    }
+    /* Owned here, all freed before returning. */
+    signed char *res = malloc((size_t)n * (size_t)n);
+    double (*ws)[PS_COST_LEVELS] = malloc((size_t)n * sizeof *ws);
+    standing *st = malloc((size_t)n * sizeof *st);
+    ps_ranked *sorted = malloc((size_t)n * sizeof *sorted);
+    if (!res || !ws || !st || !sorted) {
+        free(res);
+        free(ws);
+        free(st);
+        free(sorted);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "DNN ranker: out of memory for a tournament of %d variants", n);
+    }
+    for (int i = 0; i < n; i++) memcpy(ws[i], r->v[i].ws, sizeof ws[i]);
+    const forward_fn fwd = pick_forward();
+    const int nt = nthreads > 1 ? nthreads : 1;
+    /* Rows are independent and each game's outcome is fixed, so the split
+     * over threads cannot change the result. Small fields are not worth a
+     * parallel region. */
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && n >= 64)
+    for (int i = 0; i < n; i++) play_row(m, fwd, (const double(*)[PS_COST_LEVELS])ws, n, i, res + (size_t)i * n);
+    for (int i = 0; i < n; i++) st[i] = (standing){0, 0, i};
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            if (i == j) continue;
+            const int g = res[(size_t)i * n + j]; /* i as A, j as B */
+            if (g > 0) {
+                st[i].wins++;
+                st[j].losses++;
+            } else if (g < 0) {
+                st[j].wins++;
+                st[i].losses++;
+            }
+        }
+    qsort(st, (size_t)n, sizeof *st, by_standing);
+    for (int k = 0; k < n; k++) {
+        sorted[k] = r->v[st[k].pos];
+        sorted[k].wins = st[k].wins;
+        sorted[k].losses = st[k].losses;
+    }
+    memcpy(r->v, sorted, (size_t)n * sizeof *sorted);
+    free(res);
+    free(ws);
+    free(st);
+    free(sorted);
+    return PS_SUCCESS;
+}
+
+ps_status ps_dnn_rank_variants(const ps_machine *m, const ps_desc *desc, int nthreads, ps_ranking *out)
+{
+    ps_status st = ps_rank_variants(m, desc, nthreads, PS_RANKER_COST, out);
+    if (st) return st;
+    /* The tournament breaks its ties by the Eq. 1 order just established. */
+    if ((st = ps_dnn_tournament(&ps_dnn_weights, out, nthreads))) ps_ranking_release(out);
+    return st;
+}

@@ -1,0 +1,332 @@
+/* PolyScientist-DNN ranker (lib/ranking/dnn.c):
+ *  - the C inference against the trainer's own float32 inference
+ *    (tests/data/dnn_vectors.txt, written by tools/dnn/train.py with the
+ *    weights it wrote to lib/ranking/dnn_weights.c): features exactly,
+ *    softmax within 1e-5, game outcomes, and whole tournaments (order, wins,
+ *    losses) on 1 and 2 threads;
+ *  - determinism of ps_cost_query with PS_RANKER_DNN, and that it reports
+ *    every variant once with ranks 1..n and the Eq. 1 working sets;
+ *  - ps_plan_create with PS_RANKER_DNN (static, and top_k timing) runs the
+ *    tournament's choice and computes the right result;
+ *  - the planning time of the tournament on a ~350-variant layer (printed,
+ *    not asserted). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plan/context_impl.h"
+#include "polysci/polysci.h"
+#include "ranking/dnn.h"
+#include "ranking/rank.h"
+#include "reference.h"
+
+static int failures, checks;
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        checks++;                                                            \
+        if (!(cond)) {                                                       \
+            failures++;                                                      \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                      \
+            printf(__VA_ARGS__);                                             \
+            printf("\n");                                                    \
+        }                                                                    \
+    } while (0)
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ---------------------------------------------------------------- vectors */
+
+/* Reads n doubles from *p (advancing it); returns the count read. */
+static int read_doubles(char **p, double *v, int n)
+{
+    int k = 0;
+    while (k < n) {
+        char *end;
+        double d = strtod(*p, &end);
+        if (end == *p) break;
+        v[k++] = d;
+        *p = end;
+    }
+    return k;
+}
+
+static char *skip_bar(char *p)
+{
+    char *b = strchr(p, '|');
+    return b ? b + 1 : p + strlen(p);
+}
+
+static void check_game(char *line, int no)
+{
+    double ab[8] = {0}, x[PS_DNN_IN] = {0}, p[2] = {0};
+    char *q = line + 4;
+    CHECK(read_doubles(&q, ab, 8) == 8, "vectors line %d: 8 working sets expected", no);
+    q = skip_bar(q);
+    CHECK(read_doubles(&q, x, PS_DNN_IN) == PS_DNN_IN, "vectors line %d: 8 features expected", no);
+    q = skip_bar(q);
+    CHECK(read_doubles(&q, p, 2) == 2, "vectors line %d: 2 probabilities expected", no);
+    q = skip_bar(q);
+    int want = (int)strtol(q, NULL, 10);
+    float xf[PS_DNN_IN], pf[PS_DNN_OUT];
+    ps_dnn_features(ab, ab + 4, xf);
+    for (int i = 0; i < PS_DNN_IN; i++)
+        CHECK(xf[i] == (float)x[i], "vectors line %d: feature %d is %.9g, Python %.9g", no, i, xf[i], x[i]);
+    ps_dnn_infer(&ps_dnn_weights, xf, pf);
+    for (int i = 0; i < PS_DNN_OUT; i++)
+        CHECK(fabs(pf[i] - p[i]) <= 1e-5, "vectors line %d: p[%d] = %.8f, Python %.8f", no, i, pf[i], p[i]);
+    /* A game decided within rounding of the threshold may go either way. */
+    if (fabs(p[0] - PS_DNN_THRESHOLD) > 1e-4 && fabs(p[1] - PS_DNN_THRESHOLD) > 1e-4)
+        CHECK(ps_dnn_game(&ps_dnn_weights, xf) == want, "vectors line %d: outcome %d, Python %d", no,
+              ps_dnn_game(&ps_dnn_weights, xf), want);
+}
+
+/* "tournament N" with its N 'v' lines, order, wins, losses. */
+static int check_tournament(FILE *f, int n, int *no)
+{
+    double (*ws)[PS_COST_LEVELS] = calloc((size_t)n, sizeof *ws);
+    long *want[3];
+    for (int k = 0; k < 3; k++) want[k] = calloc((size_t)n, sizeof *want[k]);
+    static const char *const keys[3] = {"order", "wins", "losses"};
+    char line[8192];
+    int ok = ws && want[0] && want[1] && want[2];
+    for (int i = 0; ok && i < n; i++) {
+        ok = fgets(line, sizeof line, f) && !strncmp(line, "v ", 2);
+        (*no)++;
+        char *q = line + 2;
+        if (ok) ok = read_doubles(&q, ws[i], PS_COST_LEVELS) == PS_COST_LEVELS;
+    }
+    for (int k = 0; ok && k < 3; k++) {
+        ok = fgets(line, sizeof line, f) && !strncmp(line, keys[k], strlen(keys[k]));
+        (*no)++;
+        char *q = line + strlen(keys[k]);
+        for (int i = 0; ok && i < n; i++) {
+            char *end;
+            want[k][i] = strtol(q, &end, 10);
+            ok = end != q;
+            q = end;
+        }
+    }
+    CHECK(ok, "vectors line %d: malformed tournament of %d", *no, n);
+    for (int threads = 1; ok && threads <= 2; threads++) {
+        ps_ranking r = {n, calloc((size_t)n, sizeof(ps_ranked))};
+        if (!r.v) abort();
+        for (int i = 0; i < n; i++) {
+            memcpy(r.v[i].ws, ws[i], sizeof ws[i]);
+            r.v[i].index = i;
+        }
+        CHECK(ps_dnn_tournament(&ps_dnn_weights, &r, threads) == PS_SUCCESS, "tournament: %s",
+              ps_last_error_message());
+        int same = 1;
+        for (int k = 0; k < n; k++) {
+            const ps_ranked *v = &r.v[k];
+            same &= v->index == want[0][k] && v->wins == want[1][v->index] && v->losses == want[2][v->index];
+        }
+        CHECK(same, "tournament of %d on %d thread(s) differs from Python's (first: variant %d, %d wins, %d losses)",
+              n, threads, r.v[0].index, r.v[0].wins, r.v[0].losses);
+        ps_ranking_release(&r); /* schedules are NULL: destroying them is a no-op */
+    }
+    free(ws);
+    for (int k = 0; k < 3; k++) free(want[k]);
+    return ok;
+}
+
+static void vectors(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL, "cannot open %s", path);
+    if (!f) return;
+    char line[8192];
+    int no = 0, games = 0, tournaments = 0;
+    while (fgets(line, sizeof line, f)) {
+        no++;
+        if (!strncmp(line, "game ", 5)) {
+            check_game(line, no);
+            games++;
+        } else if (!strncmp(line, "tournament ", 11)) {
+            int n = atoi(line + 11);
+            CHECK(n > 1 && n < 100000, "vectors line %d: bad tournament size", no);
+            if (n <= 1 || n >= 100000 || !check_tournament(f, n, &no)) break;
+            tournaments++;
+        }
+    }
+    fclose(f);
+    printf("test vectors: %d games, %d tournaments\n", games, tournaments);
+    CHECK(games >= 5 && tournaments >= 1, "%s has %d games and %d tournaments", path, games, tournaments);
+}
+
+/* ---------------------------------------------------------------- through the API */
+
+static void conv_shape(ps_desc *d, int64_t N, int64_t C, int64_t K, int64_t HW, int64_t R)
+{
+    ps_desc_init_conv(d);
+    ps_conv_desc *c = &d->u.conv;
+    c->N = N; c->C = C; c->K = K; c->H = c->W = HW; c->R = c->S = R;
+    c->pad_top = c->pad_bottom = c->pad_left = c->pad_right = R / 2;
+}
+
+static void cost_query(ps_context *ctx)
+{
+    ps_desc d;
+    conv_shape(&d, 2, 64, 128, 14, 3);
+    ps_plan_options o;
+    ps_plan_options_init(&o);
+    o.num_threads = 2;
+    ps_cost_report *dnn1 = NULL, *dnn2 = NULL, *cost = NULL;
+    o.ranker = PS_RANKER_DNN;
+    CHECK(ps_cost_query(ctx, &d, &o, &dnn1) == PS_SUCCESS, "DNN cost query: %s", ps_last_error_message());
+    CHECK(ps_cost_query(ctx, &d, &o, &dnn2) == PS_SUCCESS, "DNN cost query: %s", ps_last_error_message());
+    o.ranker = PS_RANKER_COST;
+    CHECK(ps_cost_query(ctx, &d, &o, &cost) == PS_SUCCESS, "cost query: %s", ps_last_error_message());
+    if (!dnn1 || !dnn2 || !cost) goto done;
+    const int n = ps_cost_report_size(dnn1);
+    CHECK(n > 1 && n == ps_cost_report_size(dnn2) && n == ps_cost_report_size(cost),
+          "variant counts: DNN %d and %d, cost %d", n, ps_cost_report_size(dnn2), ps_cost_report_size(cost));
+    int *seen = calloc((size_t)n, sizeof *seen);
+    if (!seen) abort();
+    for (int i = 0; i < n && n == ps_cost_report_size(cost); i++) {
+        ps_variant_cost a, b;
+        ps_cost_report_get(dnn1, i, &a);
+        ps_cost_report_get(dnn2, i, &b);
+        CHECK(a.rank == i + 1, "rank %d at index %d", a.rank, i);
+        CHECK(!strcmp(a.schedule, b.schedule) && a.cost == b.cost,
+              "rank %d differs between two identical DNN queries", i + 1);
+        CHECK(a.cost >= 0 && a.cost == floor(a.cost) && a.cost <= 2.0 * (n - 1),
+              "rank %d: cost %g is not a loss count", i + 1, a.cost);
+        /* The same variant with the same Alg. 2 working sets as in Eq. 1's list. */
+        int j = 0;
+        ps_variant_cost c;
+        for (; j < n; j++) {
+            ps_cost_report_get(cost, j, &c);
+            if (!strcmp(c.schedule, a.schedule)) break;
+        }
+        CHECK(j < n && !seen[j], "rank %d ('%s') is %s in the Eq. 1 list", i + 1, a.schedule,
+              j < n ? "repeated" : "not");
+        if (j < n) {
+            seen[j] = 1;
+            CHECK(!memcmp(c.ws_bytes, a.ws_bytes, sizeof a.ws_bytes), "rank %d: working sets differ from Eq. 1's",
+                  i + 1);
+        }
+    }
+    free(seen);
+done:
+    ps_cost_report_destroy(dnn1);
+    ps_cost_report_destroy(dnn2);
+    ps_cost_report_destroy(cost);
+}
+
+/* Plans with the DNN ranker, checks the choice against the cost query, runs
+ * it against the reference. */
+static void plan(ps_context *ctx, int top_k)
+{
+    ps_desc d;
+    conv_shape(&d, 2, 32, 48, 10, 3);
+    d.u.conv.post_ops = PS_POST_BIAS | PS_POST_RELU;
+    const ps_conv_desc *c = &d.u.conv;
+    ps_plan_options o;
+    ps_plan_options_init(&o);
+    o.ranker = PS_RANKER_DNN;
+    o.top_k = top_k;
+    o.flags = PS_PLAN_NO_CACHE;
+    ps_plan *p = NULL;
+    ps_cost_report *rep = NULL;
+    CHECK(ps_plan_create(ctx, &d, &o, &p) == PS_SUCCESS, "DNN plan (top_k %d): %s", top_k, ps_last_error_message());
+    CHECK(ps_cost_query(ctx, &d, &o, &rep) == PS_SUCCESS, "DNN cost query: %s", ps_last_error_message());
+    if (!p || !rep) goto done;
+    char text[512];
+    ps_schedule_format(ps_plan_get_schedule(p), PS_OP_CONV_FWD, text, sizeof text, NULL);
+    int at = -1;
+    for (int i = 0; i < ps_cost_report_size(rep) && at < 0; i++) {
+        ps_variant_cost v;
+        ps_cost_report_get(rep, i, &v);
+        if (!strcmp(v.schedule, text)) at = i;
+    }
+    CHECK(at >= 0 && at < (top_k > 1 ? top_k : 1), "top_k %d: the plan runs '%s', tournament place %d", top_k, text,
+          at + 1);
+
+    int64_t OH, OW;
+    ref_conv_out_size(c, &OH, &OW);
+    const int64_t ns = c->N * c->H * c->W * c->C, nw = c->K * c->C * c->R * c->S, nd = c->N * OH * OW * c->K;
+    size_t pb = 0;
+    ps_plan_packed_weights_size(p, &pb);
+    float *src = malloc((size_t)ns * 4), *w = malloc((size_t)nw * 4), *bias = malloc((size_t)c->K * 4),
+          *dst = malloc((size_t)nd * 4);
+    double *ref = malloc((size_t)nd * 8), *mag = malloc((size_t)nd * 8);
+    void *packed = aligned_alloc(64, (pb + 63) / 64 * 64);
+    if (!src || !w || !bias || !dst || !ref || !mag || !packed) abort();
+    for (int64_t i = 0; i < ns; i++) src[i] = (float)((i * 7919) % 201) / 100.0f - 1.0f;
+    for (int64_t i = 0; i < nw; i++) w[i] = (float)((i * 104729) % 199) / 99.0f - 1.0f;
+    for (int64_t i = 0; i < c->K; i++) bias[i] = 0.01f * (float)i;
+    for (int64_t i = 0; i < nd; i++) dst[i] = NAN;
+    CHECK(ps_plan_pack_weights(p, w, packed) == PS_SUCCESS, "pack: %s", ps_last_error_message());
+    CHECK(ps_conv_execute(p, src, packed, bias, dst) == PS_SUCCESS, "execute: %s", ps_last_error_message());
+    int64_t L;
+    ref_conv_fwd(c, src, w, bias, ref, mag, &L);
+    ref_cmp cmp;
+    ref_compare(dst, ref, mag, nd, L, &cmp);
+    CHECK(cmp.n_bad == 0, "DNN plan '%s': %lld wrong outputs (first at %lld: %g, want %g)", text,
+          (long long)cmp.n_bad, (long long)cmp.first_bad, cmp.first_got, cmp.first_ref);
+    free(src); free(w); free(bias); free(dst); free(ref); free(mag); free(packed);
+done:
+    ps_plan_destroy(p);
+    ps_cost_report_destroy(rep);
+}
+
+/* Planning time of the tournament alone on a ResNet-50 3x3 layer (~350
+ * variants); informational: the suite runs on shared machines. */
+static void timing(ps_context *ctx)
+{
+    ps_desc d;
+    conv_shape(&d, 2, 128, 128, 28, 3);
+    ps_ranking r;
+    CHECK(ps_rank_variants(&ctx->machine, &d, 2, PS_RANKER_COST, &r) == PS_SUCCESS, "ranking: %s",
+          ps_last_error_message());
+    if (!r.v) return;
+    for (int threads = 1; threads <= 2; threads++) {
+        double best = 1e300;
+        for (int rep = 0; rep < 3; rep++) {
+            const double t0 = now_ms();
+            CHECK(ps_dnn_tournament(&ps_dnn_weights, &r, threads) == PS_SUCCESS, "tournament: %s",
+                  ps_last_error_message());
+            const double t = now_ms() - t0;
+            if (t < best) best = t;
+        }
+        printf("tournament of %d variants (%d games) on %d thread%s: %.2f ms (best of 3)\n", r.n, r.n * (r.n - 1),
+               threads, threads == 1 ? "" : "s", best);
+    }
+    ps_ranking_release(&r);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s tests/data/dnn_vectors.txt\n", argv[0]);
+        return 2;
+    }
+    vectors(argv[1]);
+    ps_context_options co;
+    ps_context_options_init(&co);
+    co.num_threads = 2;
+    ps_context *ctx = NULL;
+    CHECK(ps_context_create(&co, &ctx) == PS_SUCCESS, "context: %s", ps_last_error_message());
+    if (ctx) {
+        cost_query(ctx);
+        plan(ctx, 0);
+        plan(ctx, 3);
+        timing(ctx);
+        ps_context_destroy(ctx);
+    }
+    if (failures) {
+        printf("test_dnn: FAILED %d of %d checks\n", failures, checks);
+        return 1;
+    }
+    printf("test_dnn: all %d checks passed\n", checks);
+    return 0;
+}
