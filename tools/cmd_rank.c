@@ -8,12 +8,14 @@
 typedef struct rank_args {
     int64_t threads, top;
     int json;
+    const char *ranker;
 } rank_args;
 
 #define RANK_OPTS(r)                                                                                    \
     {"threads", CLI_OPT_INT, &(r).threads, 0, 4096, "T  threads the schedules run on (default: OpenMP's)", 0}, \
     {"top", CLI_OPT_INT, &(r).top, 0, 1000000, "K  list only the K best-ranked variants (default: all)", 0}, \
-    {"json", CLI_OPT_FLAG, &(r).json, 0, 0, "print one JSON object (ps_cost_report_to_json)", 0}
+    {"json", CLI_OPT_FLAG, &(r).json, 0, 0, "print one JSON object (ps_cost_report_to_json)", 0}, \
+    {"ranker", CLI_OPT_STRING, &(r).ranker, 0, 0, "NAME  cost (Eq. 1, also 'default'), volume or dnn (tournament)", 0}
 
 static void bytes_text(char *buf, size_t len, double b)
 {
@@ -26,13 +28,15 @@ static void bytes_text(char *buf, size_t len, double b)
 
 static int rank_report(const char *cmd, const ps_desc *desc, const rank_args *r, const char *shape)
 {
+    const int ranker = cli_choice(cmd, "ranker", r->ranker, cli_ranker_names, 5);
+    if (ranker < 0) return CLI_USAGE;
     ps_context *ctx = NULL;
     if (cli_context_create((int)r->threads, &ctx) != CLI_OK) return CLI_FAIL;
     int threads = ps_context_num_threads(ctx);
     ps_plan_options po;
     ps_plan_options_init(&po);
     po.num_threads = (int)r->threads;
-    po.ranker = PS_RANKER_DEFAULT; /* the planner's own ranking */
+    po.ranker = (ps_ranker)ranker; /* default: Eq. 1 (a cost query's default) */
     ps_cost_report *rep = NULL;
     ps_status st = ps_cost_query(ctx, desc, &po, &rep);
     ps_context_destroy(ctx);
@@ -57,10 +61,14 @@ static int rank_report(const char *cmd, const ps_desc *desc, const rank_args *r,
         free(buf);
     } else {
         printf("polysci %s: %s\n", cmd, shape);
-        printf("%d variants ranked by the cost model (Eq. 1 over Alg. 2 working sets) for %d thread%s; "
-               "rank 1 is what the planner runs with --ranker cost\n\n",
-               n, threads, threads == 1 ? "" : "s");
-        printf("%5s %12s %9s %9s %9s %9s  %s\n", "rank", "cost", "ws_L1", "ws_L2", "ws_L3", "ws_mem", "schedule");
+        const int dnn = ranker == PS_RANKER_DNN;
+        printf("%d variants ranked by %s for %d thread%s; rank 1 is what the planner runs with --ranker %s\n\n", n,
+               dnn ? "the DNN tournament (most wins; games over Alg. 2 working sets)"
+                   : ranker == PS_RANKER_VOLUME ? "the volume model (Eq. 1 over data volumes)"
+                                                : "the cost model (Eq. 1 over Alg. 2 working sets)",
+               threads, threads == 1 ? "" : "s", dnn ? "dnn" : ranker == PS_RANKER_VOLUME ? "volume" : "cost");
+        printf("%5s %12s %9s %9s %9s %9s  %s\n", "rank", dnn ? "losses" : "cost", "ws_L1", "ws_L2", "ws_L3", "ws_mem",
+               "schedule");
         for (int i = 0; i < shown; i++) {
             ps_variant_cost v;
             if ((st = ps_cost_report_get(rep, i, &v)) != PS_SUCCESS) {
@@ -72,7 +80,8 @@ static int rank_report(const char *cmd, const ps_desc *desc, const rank_args *r,
             printf("%5d %12.6g %9s %9s %9s %9s  %s\n", v.rank, v.cost, b[0], b[1], b[2], b[3], v.schedule);
         }
         if (shown < n) printf("... %d more (--top 0 lists all)\n", n - shown);
-        printf("\nws_*: bytes of working sets served by each level (Alg. 2); cost: lower is better.\n");
+        printf("\nws_*: bytes of working sets served by each level (Alg. 2); %s\n",
+               dnn ? "losses: tournament games lost (of 2 per opponent)." : "cost: lower is better.");
     }
     ps_cost_report_destroy(rep);
     return rc;
@@ -83,7 +92,7 @@ static int rank_conv(int argc, char **argv)
     const char *cmd = "rank conv";
     cli_conv_shape s;
     cli_conv_shape_defaults(&s);
-    rank_args r = {0, 0, 0};
+    rank_args r = {0, 0, 0, "default"};
     cli_opt opts[] = {
         CLI_CONV_SHAPE_OPTS(s),
         RANK_OPTS(r),
@@ -91,10 +100,11 @@ static int rank_conv(int argc, char **argv)
     size_t n_opts = CLI_ARRAY_LEN(opts);
     int rc = cli_parse(cmd, argc, argv, opts, n_opts);
     if (rc < 0) {
-        printf("usage: polysci rank conv --H H --W W --C C --K K [shape options] [--threads T] [--top K] [--json]\n"
+        printf("usage: polysci rank conv --H H --W W --C C --K K [shape options] [--threads T] [--top K]\n"
+               "                         [--ranker cost|volume|dnn] [--json]\n"
                "Lists the planner's candidate schedules for this convolution in rank order with\n"
-               "their cost (PolyScientist Eq. 1) and working-set bytes per cache level. Nothing\n"
-               "is executed.\n\noptions:\n");
+               "their cost (PolyScientist Eq. 1; with --ranker dnn the tournament's losses) and\n"
+               "working-set bytes per cache level. Nothing is executed.\n\noptions:\n");
         cli_print_options(stdout, opts, n_opts);
         return CLI_OK;
     }
@@ -111,7 +121,7 @@ static int rank_gemm(int argc, char **argv)
     const char *cmd = "rank gemm";
     cli_gemm_shape s;
     cli_gemm_shape_defaults(&s);
-    rank_args r = {0, 0, 0};
+    rank_args r = {0, 0, 0, "default"};
     cli_opt opts[] = {
         CLI_GEMM_SHAPE_OPTS(s),
         RANK_OPTS(r),
@@ -119,10 +129,11 @@ static int rank_gemm(int argc, char **argv)
     size_t n_opts = CLI_ARRAY_LEN(opts);
     int rc = cli_parse(cmd, argc, argv, opts, n_opts);
     if (rc < 0) {
-        printf("usage: polysci rank gemm --M M --N N --K K [gemm options] [--threads T] [--top K] [--json]\n"
+        printf("usage: polysci rank gemm --M M --N N --K K [gemm options] [--threads T] [--top K]\n"
+               "                         [--ranker cost|volume|dnn] [--json]\n"
                "Lists the planner's candidate schedules for this GEMM in rank order with their\n"
-               "cost (PolyScientist Eq. 1) and working-set bytes per cache level. Nothing is\n"
-               "executed.\n\noptions:\n");
+               "cost (PolyScientist Eq. 1; with --ranker dnn the tournament's losses) and\n"
+               "working-set bytes per cache level. Nothing is executed.\n\noptions:\n");
         cli_print_options(stdout, opts, n_opts);
         return CLI_OK;
     }
