@@ -298,7 +298,7 @@ static void timing(ps_context *ctx)
             const double t = now_ms() - t0;
             if (t < best) best = t;
         }
-        printf("tournament of %d variants (%d games) on %d thread%s: %.2f ms (best of 3)\n", r.n, r.n * (r.n - 1),
+        printf("tournament of %d variants (%d games) on %d thread%s: %.3f ms (best of 3)\n", r.n, r.n * (r.n - 1),
                threads, threads == 1 ? "" : "s", best);
     }
     ps_ranking_release(&r);

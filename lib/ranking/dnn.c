@@ -143,7 +143,7 @@ int ps_dnn_game(const ps_dnn_model *m, const float x[PS_DNN_IN])
 }
 
 /* Games (i, j) for every j: out[j] = +1 when i (as A) beats j, -1 when it
- * loses, 0 for a draw; out[i] is played too (cheaper than a gap) and ignored. */
+ * loses, 0 for a draw. */
 static void play_row(const ps_dnn_model *m, forward_fn fwd, const double (*ws)[PS_COST_LEVELS], int n, int i,
                      signed char *out)
 {
@@ -159,6 +159,26 @@ static void play_row(const ps_dnn_model *m, forward_fn fwd, const double (*ws)[P
         fwd(m, x, z);
         for (int p = 0; p < nb; p++) out[j0 + p] = (signed char)decide(z[0][p], z[1][p]);
     }
+}
+
+typedef struct ws_key {
+    double ws[PS_COST_LEVELS];
+    int pos;
+} ws_key;
+
+/* Any total order on working sets will do: only equality is used. */
+static int by_ws_only(const ws_key *a, const ws_key *b)
+{
+    for (int l = 0; l < PS_COST_LEVELS; l++)
+        if (a->ws[l] != b->ws[l]) return a->ws[l] < b->ws[l] ? -1 : 1;
+    return 0;
+}
+
+static int by_ws(const void *pa, const void *pb)
+{
+    const ws_key *a = pa, *b = pb;
+    const int c = by_ws_only(a, b);
+    return c ? c : (a->pos > b->pos) - (a->pos < b->pos);
 }
 
 typedef struct standing {
@@ -180,39 +200,63 @@ ps_status ps_dnn_tournament(const ps_dnn_model *m, ps_ranking *r, int nthreads)
         for (int i = 0; i < n; i++) r->v[i].wins = r->v[i].losses = 0;
         return PS_SUCCESS;
     }
-    /* Owned here, all freed before returning. */
-    signed char *res = malloc((size_t)n * (size_t)n);
-    double (*ws)[PS_COST_LEVELS] = malloc((size_t)n * sizeof *ws);
+    /* A game's outcome depends only on the two working-set vectors, and many
+     * variants share theirs (loop orders the analysis cannot tell apart): the
+     * games are played between the distinct vectors only and counted once per
+     * variant pair, which gives exactly the full round robin's tally. */
+    ws_key *keys = malloc((size_t)n * sizeof *keys);
+    int *cls = malloc((size_t)n * sizeof *cls);   /* class of each position */
+    int *count = malloc((size_t)n * sizeof *count); /* variants per class */
+    double (*uws)[PS_COST_LEVELS] = malloc((size_t)n * sizeof *uws); /* each class's working sets */
+    int *tally = malloc(2 * (size_t)n * sizeof *tally); /* wins, then losses, per class */
     standing *st = malloc((size_t)n * sizeof *st);
     ps_ranked *sorted = malloc((size_t)n * sizeof *sorted);
-    if (!res || !ws || !st || !sorted) {
-        free(res);
-        free(ws);
-        free(st);
-        free(sorted);
+    signed char *res = NULL;
+    int u = 0;
+    if (keys && cls && count && uws && tally && st && sorted) {
+        for (int i = 0; i < n; i++) {
+            memcpy(keys[i].ws, r->v[i].ws, sizeof keys[i].ws);
+            keys[i].pos = i;
+        }
+        qsort(keys, (size_t)n, sizeof *keys, by_ws);
+        for (int k = 0; k < n; k++) {
+            if (k == 0 || by_ws_only(&keys[k], &keys[k - 1])) {
+                memcpy(uws[u], keys[k].ws, sizeof uws[u]);
+                count[u++] = 0;
+            }
+            cls[keys[k].pos] = u - 1;
+            count[u - 1]++;
+        }
+        res = malloc((size_t)u * (size_t)u);
+    }
+    if (!res) {
+        free(keys); free(cls); free(count); free(uws); free(tally); free(st); free(sorted);
         return ps_error(PS_ERR_OUT_OF_MEMORY, "DNN ranker: out of memory for a tournament of %d variants", n);
     }
-    for (int i = 0; i < n; i++) memcpy(ws[i], r->v[i].ws, sizeof ws[i]);
     const forward_fn fwd = pick_forward();
     const int nt = nthreads > 1 ? nthreads : 1;
     /* Rows are independent and each game's outcome is fixed, so the split
      * over threads cannot change the result. Small fields are not worth a
      * parallel region. */
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && n >= 64)
-    for (int i = 0; i < n; i++) play_row(m, fwd, (const double(*)[PS_COST_LEVELS])ws, n, i, res + (size_t)i * n);
-    for (int i = 0; i < n; i++) st[i] = (standing){0, 0, i};
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) {
-            if (i == j) continue;
-            const int g = res[(size_t)i * n + j]; /* i as A, j as B */
-            if (g > 0) {
-                st[i].wins++;
-                st[j].losses++;
-            } else if (g < 0) {
-                st[j].wins++;
-                st[i].losses++;
-            }
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && u >= 64)
+    for (int a = 0; a < u; a++) play_row(m, fwd, (const double(*)[PS_COST_LEVELS])uws, u, a, res + (size_t)a * u);
+    /* Per class: games against every other variant, two per opponent. Against
+     * its own class the input is all 0.5 in both orders, so the pair splits
+     * its two games (one win, one loss each) or draws both. */
+    int *wins = tally, *losses = tally + u;
+    for (int a = 0; a < u; a++) {
+        const int self = res[(size_t)a * u + a] != 0 ? count[a] - 1 : 0;
+        int w = self, l = self;
+        for (int b = 0; b < u; b++) {
+            if (b == a) continue;
+            const int ab = res[(size_t)a * u + b], ba = res[(size_t)b * u + a]; /* a as A; b as A */
+            w += count[b] * ((ab > 0) + (ba < 0));
+            l += count[b] * ((ab < 0) + (ba > 0));
         }
+        wins[a] = w;
+        losses[a] = l;
+    }
+    for (int i = 0; i < n; i++) st[i] = (standing){wins[cls[i]], losses[cls[i]], i};
     qsort(st, (size_t)n, sizeof *st, by_standing);
     for (int k = 0; k < n; k++) {
         sorted[k] = r->v[st[k].pos];
@@ -220,10 +264,7 @@ ps_status ps_dnn_tournament(const ps_dnn_model *m, ps_ranking *r, int nthreads)
         sorted[k].losses = st[k].losses;
     }
     memcpy(r->v, sorted, (size_t)n * sizeof *sorted);
-    free(res);
-    free(ws);
-    free(st);
-    free(sorted);
+    free(keys); free(cls); free(count); free(uws); free(tally); free(st); free(sorted); free(res);
     return PS_SUCCESS;
 }
 

@@ -375,17 +375,22 @@ def write_vectors(path, p32, layers, weights_path, seed):
     for k in range(len(ga)):
         out.append("game %s | %s | %s | %d" % (" ".join(fmt(v) for v in np.concatenate([ga[k], gb[k]])),
                                               " ".join(fmt(v) for v in x[k]), " ".join(fmt(v) for v in p[k]), g[k]))
-    # Tournaments: part of a real layer (>= 64 variants: the C code's threaded
-    # path) and a random one. Sets with a game within 1e-4 of the threshold are
-    # redrawn: float32 sums in another order could decide those either way.
+    # Tournaments: part of a real layer, random working sets (>= 64 distinct:
+    # the C code's threaded path) and few distinct working sets shared by many
+    # variants (the C code plays distinct vectors only). Sets with a game
+    # within 1e-4 of the threshold are redrawn: float32 sums in another order
+    # could decide those either way.
     big = max(layers, key=lambda L: len(L.ms))
     cands = []
-    for n, src in ((min(80, len(big.ms)), big), (24, None)):
+    for n, src in ((min(80, len(big.ms)), "layer"), (72, "random"), (70, "shared")):
         for _ in range(100):
-            if src is not None:
-                ws = src.ws[np.sort(rng.choice(len(src.ms), n, replace=False))]
-            else:
+            if src == "layer":
+                ws = big.ws[np.sort(rng.choice(len(big.ms), n, replace=False))]
+            elif src == "random":
                 ws = np.floor(10 ** rng.uniform(2, 8, (n, 4))) * (rng.random((n, 4)) < 0.85)
+            else:
+                few = np.floor(10 ** rng.uniform(2, 8, (12, 4))) * (rng.random((12, 4)) < 0.85)
+                ws = few[rng.integers(0, 12, n)]
             ii, jj = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
             d = games(p32, ws[ii.ravel()], ws[jj.ravel()])[1]
             if np.all(np.abs(np.abs(d) - LOGIT) > 1e-4):
