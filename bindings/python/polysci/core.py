@@ -251,9 +251,10 @@ class Context:
     def cost_query(self, desc, num_threads=0, ranker="default"):
         """ps_cost_query: the planner's candidate schedules for `desc`, ranked by
         its cost model, without executing anything. Returns a :class:`CostReport`.
-        num_threads: 0 = the context's; ranker: "default" or "cost" (others have
-        no cost model: PS_ERR_UNSUPPORTED). Raises PS_ERR_UNSUPPORTED when the
-        loaded library predates cost queries."""
+        num_threads: 0 = the context's; ranker: "default" or "cost" (Eq. 1),
+        "volume", or "dnn" (tournament order; cost = games lost); "none" has no
+        ranking: PS_ERR_UNSUPPORTED. Raises PS_ERR_UNSUPPORTED when the loaded
+        library predates cost queries."""
         if not _lib_has("ps_cost_query"):
             raise Error(Status.ERR_UNSUPPORTED, "the loaded libpolysci (%s) has no ps_cost_query" % _lib_path)
         desc = _as_desc(desc)
