@@ -528,9 +528,9 @@ def main():
     write_vectors(args.vectors, p32, layers, args.out, args.seed)
     r, w, d = acc
     t = max(1, r + w + d)
+    shown = [os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p for p in (args.out, args.vectors)]
     print("trained on %d layers, %d labelled pairs: %.1f%% right, %.1f%% wrong, %.1f%% draws; wrote %s and %s"
-          % (len(layers), n_pairs, 100.0 * r / t, 100.0 * w / t, 100.0 * d / t,
-             os.path.relpath(args.out), os.path.relpath(args.vectors)))
+          % (len(layers), n_pairs, 100.0 * r / t, 100.0 * w / t, 100.0 * d / t, shown[0], shown[1]))
 
 
 if __name__ == "__main__":
