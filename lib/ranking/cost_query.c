@@ -6,7 +6,6 @@
 #include "core/error.h"
 #include "plan/context_impl.h"
 #include "plan/plan_impl.h"
-#include "ranking/dnn.h"
 #include "ranking/planner.h"
 #include "ranking/rank.h"
 
@@ -32,9 +31,7 @@ ps_status ps_cost_query(ps_context *ctx, const ps_desc *desc, const ps_plan_opti
         return ps_error(PS_ERR_UNSUPPORTED, "ps_cost_query: ranker %d has no cost model", (int)opts->ranker);
     int nthreads = opts->num_threads ? opts->num_threads : ctx->num_threads;
     ps_ranking r;
-    st = ranker == PS_RANKER_DNN ? ps_dnn_rank_variants(&ctx->machine, desc, nthreads, &r)
-                                 : ps_rank_variants(&ctx->machine, desc, nthreads, ranker, &r);
-    if (st) return st;
+    if ((st = ps_rank_variants(&ctx->machine, desc, nthreads, ranker, &r))) return st;
     ps_cost_report *rep = calloc(1, sizeof *rep);
     if (rep) {
         rep->v = calloc((size_t)(r.n ? r.n : 1), sizeof *rep->v);

@@ -267,12 +267,3 @@ ps_status ps_dnn_tournament(const ps_dnn_model *m, ps_ranking *r, int nthreads)
     free(keys); free(cls); free(count); free(uws); free(tally); free(st); free(sorted); free(res);
     return PS_SUCCESS;
 }
-
-ps_status ps_dnn_rank_variants(const ps_machine *m, const ps_desc *desc, int nthreads, ps_ranking *out)
-{
-    ps_status st = ps_rank_variants(m, desc, nthreads, PS_RANKER_COST, out);
-    if (st) return st;
-    /* The tournament breaks its ties by the Eq. 1 order just established. */
-    if ((st = ps_dnn_tournament(&ps_dnn_weights, out, nthreads))) ps_ranking_release(out);
-    return st;
-}

@@ -61,9 +61,4 @@ int ps_dnn_game(const ps_dnn_model *m, const float x[PS_DNN_IN]);
  * unchanged. */
 ps_status ps_dnn_tournament(const ps_dnn_model *m, ps_ranking *r, int nthreads);
 
-/* PS_RANKER_DNN: every variant with its Alg. 2 working sets and Eq. 1 cost
- * (ps_rank_variants, PS_RANKER_COST), reordered by the shipped model's
- * tournament. __give out (release with ps_ranking_release). */
-ps_status ps_dnn_rank_variants(const ps_machine *m, const ps_desc *desc, int nthreads, ps_ranking *out);
-
 #endif

@@ -8,7 +8,6 @@
 
 #include "core/error.h"
 #include "execution/engine.h"
-#include "ranking/dnn.h"
 #include "ranking/rank.h"
 
 /* Measured (docs/performance.md): on ResNet-50 neither static ranker beat
@@ -101,8 +100,7 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
     if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME && ranker != PS_RANKER_DNN)
         return ps_error(PS_ERR_UNSUPPORTED, "planner: ranker %d is not available in this build", (int)ranker);
     ps_ranking r;
-    ps_status st = ranker == PS_RANKER_DNN ? ps_dnn_rank_variants(&ctx->machine, desc, nthreads, &r)
-                                           : ps_rank_variants(&ctx->machine, desc, nthreads, ranker, &r);
+    ps_status st = ps_rank_variants(&ctx->machine, desc, nthreads, ranker, &r);
     if (st) return st;
     if (r.n == 0) {
         ps_ranking_release(&r);

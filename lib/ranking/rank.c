@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "ranking/dnn.h"
 #include "ranking/traffic.h"
 
 /* Where the machine model has no numbers (it always should), rank anyway
@@ -125,7 +126,9 @@ ps_status ps_rank_variants(const ps_machine *m, const ps_desc *desc, int nthread
         return ps_error(st, "%s", failure);
     }
     qsort(out->v, (size_t)out->n, sizeof *out->v, by_cost);
-    return PS_SUCCESS;
+    /* The tournament breaks its ties by the Eq. 1 order just established. */
+    if (ranker == PS_RANKER_DNN && (st = ps_dnn_tournament(&ps_dnn_weights, out, nthreads))) ps_ranking_release(out);
+    return st;
 }
 
 void ps_ranking_release(ps_ranking *r)

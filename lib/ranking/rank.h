@@ -29,9 +29,9 @@ void ps_rank_alg2(const ps_machine *m, int nthreads, const ps_analysis *a, doubl
 double ps_rank_eq1(const ps_machine *m, const double ws[PS_COST_LEVELS]);
 
 /* Generates and costs every variant, then sorts by cost. ranker:
- * PS_RANKER_COST (isl working sets, Alg. 2, Eq. 1) or PS_RANKER_VOLUME
- * (data volumes per level, Eq. 1 weights); PS_RANKER_DNN: see
- * ps_dnn_rank_variants (dnn.h). */
+ * PS_RANKER_COST (isl working sets, Alg. 2, Eq. 1), PS_RANKER_VOLUME
+ * (data volumes per level, Eq. 1 weights) or PS_RANKER_DNN (the Eq. 1
+ * ranking reordered by the shipped model's tournament, ps_dnn_tournament). */
 ps_status ps_rank_variants(const ps_machine *m, const ps_desc *desc, int nthreads, ps_ranker ranker, ps_ranking *out);
 void ps_ranking_release(ps_ranking *r);
 
