@@ -28,6 +28,7 @@ typedef struct bench_opts {
     ps_op_kind kind;
     int threads;            /* resolved: the context's */
     ps_ranker ranker;
+    int top_k;              /* planner option: time the k best-ranked schedules */
     int vs_onednn, onednn_mode, exhaustive;
     int reps, variant_reps, plan_reps;
     double min_trial_ms, tol;
@@ -275,6 +276,7 @@ static int time_planning(ps_context *ctx, const bench_opts *bo, const ps_desc *d
     ps_plan_options po;
     ps_plan_options_init(&po);
     po.ranker = bo->ranker;
+    po.top_k = bo->top_k;
     double cold[64], warm[64];
     int n = bo->plan_reps < 64 ? bo->plan_reps : 64;
     *plan = NULL;
@@ -686,7 +688,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     const char *cmd = kind == PS_OP_CONV_FWD ? "bench conv" : "bench gemm";
     const char *layers_arg = NULL, *vs = NULL, *ranker_arg = "default", *csv = NULL, *dist = NULL;
     const char *only = NULL, *mode_arg = "any";
-    int64_t batch = 2, threads = 0, reps = 11, variant_reps = 3, plan_reps = 3, seed = 1;
+    int64_t batch = 2, threads = 0, reps = 11, variant_reps = 3, plan_reps = 3, seed = 1, top_k = 0;
     double min_ms = 20.0, tol = 1e-4;
     int exhaustive = 0;
     cli_opt opts[] = {
@@ -696,6 +698,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         {"threads", CLI_OPT_INT, &threads, 0, 4096, "T  threads for every implementation (default: OpenMP's)", 0},
         {"vs", CLI_OPT_STRING, &vs, 0, 0, "LIB  also time and verify against LIB: onednn", 0},
         {"ranker", CLI_OPT_STRING, &ranker_arg, 0, 0, "NAME  planner's ranker: default, cost, volume, dnn or none", 0},
+        {"top-k", CLI_OPT_INT, &top_k, 0, 1000000, "K  planner times the K best-ranked schedules, keeps the fastest", 0},
         {"exhaustive", CLI_OPT_FLAG, &exhaustive, 0, 0,
          "also time every ranked variant (best_ms, worst_ms, chosen_rank)", 0},
         {"dist", CLI_OPT_STRING, &dist, 0, 0,
@@ -788,7 +791,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         return CLI_FAIL;
     }
     bench_opts bo = {.kind = kind, .threads = ps_context_num_threads(ctx), .ranker = (ps_ranker)ranker,
-                     .vs_onednn = vs != NULL, .onednn_mode = mode, .exhaustive = exhaustive, .reps = (int)reps,
+                     .top_k = (int)top_k, .vs_onednn = vs != NULL, .onednn_mode = mode, .exhaustive = exhaustive, .reps = (int)reps,
                      .variant_reps = (int)variant_reps, .plan_reps = (int)plan_reps, .min_trial_ms = min_ms,
                      .tol = tol, .seed = (uint64_t)seed, .progress = cli_progress_enabled(), .dist = NULL};
     FILE *csv_f = NULL;
