@@ -3,6 +3,9 @@
 
 usage: csv_to_markdown.py bench.csv            per-layer table + geomeans
        csv_to_markdown.py --dist dist.csv      selection quality per layer
+       csv_to_markdown.py --selection SUMMARY.csv DIST.csv...
+                                               selection quality per layer set: default schedule, Eq. 1
+                                               top-1/top-16, and the best any working-set-only ranker can do
 Only the standard library: runs on any machine the benchmark ran on."""
 import csv
 import math
@@ -72,8 +75,53 @@ def dist_table(path):
           f"top-16 {geomean(eff[16]):.3f}")
 
 
+def selection_table(summary_path, dist_paths):
+    """Per layer set (the dist file name's prefix): how close each way of
+    choosing gets to the fastest variant. `ws-only bound`: the best group of
+    variants with identical Alg. 2 working sets, taking its median member - no
+    ranker that sees only working sets (Eq. 1, the DNN) can tell the members
+    of a group apart."""
+    default_ms = {r["name"]: float(r["default_ms"]) for r in csv.DictReader(open(summary_path)) if r.get("default_ms")}
+    print("| layer set | layers | variants per layer | default schedule | Eq. 1 top-1 | Eq. 1 top-16 (timed) "
+          "| ws-only bound | worst variant |")
+    print("|---|---|---|---|---|---|---|---|")
+    allv = defaultdict(list)
+    for path in dist_paths:
+        by = defaultdict(list)
+        for r in csv.DictReader(open(path)):
+            by[r["name"]].append(r)
+        v = defaultdict(list)
+        for name, rs in by.items():
+            ms = [float(r["ms"]) for r in rs]
+            rank = [int(r["rank_by_cost"]) for r in rs]
+            best = min(ms)
+            groups = defaultdict(list)
+            for r, t in zip(rs, ms):
+                groups[tuple(r[c] for c in ("ws_l1", "ws_l2", "ws_l3", "ws_mem"))].append(t)
+            v["n"].append(len(rs))
+            if name in default_ms:
+                v["default"].append(best / default_ms[name])
+            v["top1"].append(best / ms[rank.index(1)])
+            v["top16"].append(best / min(t for t, k in zip(ms, rank) if k <= 16))
+            v["bound"].append(max(best / sorted(g)[len(g) // 2] for g in groups.values()))
+            v["worst"].append(best / max(ms))
+        for k, x in v.items():
+            allv[k] += x
+        name = path.rsplit("/", 1)[-1].split("_")[0]
+        print(f"| {name} | {len(by)} | {min(v['n'])}-{max(v['n'])} | {geomean(v['default']):.3f} | "
+              f"{geomean(v['top1']):.3f} | {geomean(v['top16']):.3f} | {geomean(v['bound']):.3f} | "
+              f"{geomean(v['worst']):.3f} |")
+    print(f"| **all** | {len(allv['n'])} | {min(allv['n'])}-{max(allv['n'])} | **{geomean(allv['default']):.3f}** | "
+          f"**{geomean(allv['top1']):.3f}** | {geomean(allv['top16']):.3f} | **{geomean(allv['bound']):.3f}** | "
+          f"{geomean(allv['worst']):.3f} |")
+    print()
+    print("Entries: geomean over the set's layers of best_ms / ms of the choice (1 = the fastest variant).")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--dist":
+    if len(sys.argv) >= 4 and sys.argv[1] == "--selection":
+        selection_table(sys.argv[2], sys.argv[3:])
+    elif len(sys.argv) == 3 and sys.argv[1] == "--dist":
         dist_table(sys.argv[2])
     elif len(sys.argv) == 2:
         bench_table(sys.argv[1])

@@ -429,13 +429,18 @@ def split(layers, frac, seed):
     return held
 
 
+TOP_K = (4, 16, 32)
+
+
 def evaluate(p32, layers):
-    """Per layer: (layer, Eq. 1 pick efficiency, DNN pick efficiency, n)."""
+    """Per layer: (layer, Eq. 1 pick efficiency, DNN pick efficiency, n,
+    {k: (Eq. 1, DNN) efficiency of the fastest of the k first-ranked})."""
     rows = []
     for L in layers:
         best = L.ms.min()
         order, _, _ = tournament(p32, L.ws)
-        rows.append((L, best / L.ms[0], best / L.ms[order[0]], len(L.ms)))
+        topk = {k: (best / L.ms[:k].min(), best / L.ms[order[:k]].min()) for k in TOP_K}
+        rows.append((L, best / L.ms[0], best / L.ms[order[0]], len(L.ms), topk))
     return rows
 
 
@@ -462,6 +467,15 @@ def report(p32, train_layers, test_layers, args, files, n_pairs):
     out.append("| **all** | %d | %d | **%.3f** | **%.3f** |" % (len(ev), sum(r[3] for r in ev),
                                                                 geomean([r[1] for r in ev]), geomean([r[2] for r in ev])))
     out.append("")
+    out.append("With `top_k` timing (the fastest of the ranker's k first variants), all held-out layers:")
+    out.append("")
+    out.append("| k | Eq. 1 | DNN |")
+    out.append("|---:|---:|---:|")
+    for k in (1,) + TOP_K:
+        e = [r[1] if k == 1 else r[4][k][0] for r in ev]
+        d = [r[2] if k == 1 else r[4][k][1] for r in ev]
+        out.append("| %d | %.3f | %.3f |" % (k, geomean(e), geomean(d)))
+    out.append("")
     for what, (r, w, d) in (("held-out", acc), ("training", acc_tr)):
         t = max(1, r + w + d)
         out.append("Pairwise decisions on %s layers (pairs >= %g%% apart, both orders, %d games): "
@@ -472,7 +486,7 @@ def report(p32, train_layers, test_layers, args, files, n_pairs):
     out.append("")
     out.append("| layer | set | variants | best ms | Eq. 1 pick eff. | DNN pick eff. |")
     out.append("|---|---|---:|---:|---:|---:|")
-    for L, e1, ed, n in ev:
+    for L, e1, ed, n, _ in ev:
         out.append("| %s | %s | %d | %.4f | %.3f | %.3f |" % (L.label, L.lset, n, L.ms.min(), e1, ed))
     return "\n".join(out) + "\n"
 
@@ -500,6 +514,8 @@ def main():
     ap.add_argument("--report", help="markdown evaluation report (with --holdout-frac)")
     ap.add_argument("--note", help="a line for the weights file's header (e.g. where the data came from)")
     ap.add_argument("--verbose", action="store_true", help="loss per epoch on stderr")
+    ap.add_argument("--picks", help="CSV name,schedule of the trained model's first choice per layer "
+                                    "(for bench/plot_variants.py)")
     args = ap.parse_args()
     if not 0.0 <= args.holdout_frac < 1.0:
         ap.error("--holdout-frac must be in [0, 1)")
@@ -526,6 +542,12 @@ def main():
     acc = pair_accuracy(p32, layers, args.noise)
     write_weights(args.out, p32, args, files, len(layers), n_pairs, acc)
     write_vectors(args.vectors, p32, layers, args.out, args.seed)
+    if args.picks:
+        with open(args.picks, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["name", "schedule"])
+            for L in layers:
+                w.writerow([L.name, L.schedule[tournament(p32, L.ws)[0][0]]])
     r, w, d = acc
     t = max(1, r + w + d)
     shown = [os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p for p in (args.out, args.vectors)]
