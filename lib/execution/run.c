@@ -302,13 +302,22 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
 #pragma omp parallel for collapse(2) num_threads(e->nthreads) schedule(static)
         for (int64_t n = 0; n < c->N; n++)
             for (int64_t ih = 0; ih < c->H; ih++)
-                for (int64_t ow = 0; ow < c->OW; ow++)
-                    for (int64_t s = 0; s < c->S; s++) {
-                        int64_t iw = ow * c->sw - c->pl + s * c->dw;
-                        if (iw >= 0 && iw < c->W)
-                            memcpy(x + (((n * c->H + ih) * c->OW + ow) * c->S + s) * c->C,
-                                   in + ((n * c->H + ih) * c->W + iw) * c->C, (size_t)c->C * sizeof(float));
+                for (int64_t ow = 0; ow < c->OW; ow++) {
+                    const int64_t iw0 = ow * c->sw - c->pl;
+                    float *xo = x + ((n * c->H + ih) * c->OW + ow) * c->S * c->C;
+                    const float *row = in + (n * c->H + ih) * c->W * c->C;
+                    if (c->dw == 1) {
+                        /* Undilated taps are adjacent pixels: one copy per column. */
+                        int64_t s_lo = iw0 < 0 ? -iw0 : 0, s_hi = c->W - iw0 < c->S ? c->W - iw0 : c->S;
+                        if (s_hi > s_lo)
+                            memcpy(xo + s_lo * c->C, row + (iw0 + s_lo) * c->C, (size_t)((s_hi - s_lo) * c->C) * sizeof(float));
+                        continue;
                     }
+                    for (int64_t s = 0; s < c->S; s++) {
+                        int64_t iw = iw0 + s * c->dw;
+                        if (iw >= 0 && iw < c->W) memcpy(xo + s * c->C, row + iw * c->C, (size_t)c->C * sizeof(float));
+                    }
+                }
         base.xsrc = x;
         scratch_floats += (size_t)(c->N * c->H * c->OW * c->S * c->C);
     }
