@@ -51,8 +51,9 @@ typedef struct ps_plan_options {
     const ps_schedule *schedule; /* NULL: the planner chooses; else run exactly this one (copied) */
     int num_threads;             /* 0: the context's */
     ps_ranker ranker;
-    int top_k;                   /* time the k best-ranked variants and keep the fastest;
-                                    0 or 1 = purely static (no execution while planning) */
+    int top_k;                   /* time the k best-ranked variants and the default schedule,
+                                    keep the fastest; 0 or 1 = purely static (no execution
+                                    while planning) */
     unsigned flags;              /* PS_PLAN_* */
 } ps_plan_options;
 

@@ -117,27 +117,37 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
         }
     }
     int pick = 0;
+    ps_schedule *fallback = NULL;
     if (top_k > 1) {
+        /* The fixed-order default schedule is a candidate too: timing then
+         * never ends below what the default options would run. */
         bench_buffers b;
         int k = top_k < r.n ? top_k : r.n;
-        double best = 1e300;
+        double best = 1e300, ms = 0.0;
         if (!(st = alloc_buffers(desc, &b))) {
-            for (int i = 0; i < k && !st; i++) {
-                double ms = 0.0;
+            for (int i = 0; i < k && !st; i++)
                 if (!(st = time_schedule(desc, r.v[i].schedule, nthreads, &b, &ms)) && ms < best) {
                     best = ms;
                     pick = i;
                 }
-            }
+            if (!st && !(st = ps_schedule_default(desc, &fallback)) &&
+                !(st = time_schedule(desc, fallback, nthreads, &b, &ms)) && ms < best)
+                pick = -1;
         }
         free_buffers(&b);
         if (st) {
+            ps_schedule_destroy(fallback);
             ps_ranking_release(&r);
             return st;
         }
     }
-    *out = r.v[pick].schedule;
-    r.v[pick].schedule = NULL;
+    if (pick < 0) {
+        *out = fallback;
+    } else {
+        ps_schedule_destroy(fallback);
+        *out = r.v[pick].schedule;
+        r.v[pick].schedule = NULL;
+    }
     ps_ranking_release(&r);
     return PS_SUCCESS;
 }
