@@ -54,10 +54,11 @@ typedef struct ps_exec {
     ps_conv_segment *segs;
     int64_t n_segs;
     int nchw;                  /* activations arrive/leave as NCHW: convert via workspace */
-    int expand;                /* few input channels: each execution first copies, per output
-                                  column, the valid taps of a filter row side by side
-                                  (X[n][ih][ow][s][c], padding never read), so one call reduces
-                                  over (taps x C) and batches over filter rows only */
+    int expand;                /* few input channels: per output column, the valid taps of a
+                                  filter row are copied side by side (X[ow][s][c] per input
+                                  row, padding never read; a per-thread ring of rows in the
+                                  workspace), so one call reduces over (taps x C) and batches
+                                  over filter rows only */
 
     /* gemm */
     ps_gemm_shape gemm;

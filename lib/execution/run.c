@@ -11,7 +11,8 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 typedef struct tile_ctx {
     const ps_exec *e;
     const float *src, *wei, *bias, *a, *b;
-    const float *xsrc;          /* expanded taps (exec->expand), else NULL */
+    float *xring;               /* exec->expand: this thread's expanded input rows, */
+    int64_t *xtag;              /* ring slots tagged n * H + ih (-1: empty) */
     float *dst, *c;
     const float **abuf, **bbuf; /* batch address lists, batch_cap entries each */
 } tile_ctx;
@@ -30,6 +31,42 @@ static void epilogue(float *c, int64_t m, int64_t n, int64_t ldc, const float *b
         if (relu)
             for (int64_t i = 0; i < m; i++) col[i] = col[i] > 0.0f ? col[i] : 0.0f;
     }
+}
+
+/* exec->expand: a per-thread ring of expanded input rows. One output row
+ * reads input rows ih0 + r*dh, r < R: a ring of (R-1)*dh + 1 slots holds
+ * them all, and consecutive output rows find most of theirs already there,
+ * so every input row is expanded about once per thread and the copy stays
+ * in the thread's cache (a whole-tensor copy streamed 4 MB on ResNet's
+ * first layer). */
+static int64_t ring_rows(const ps_conv_shape *c) { return (c->R - 1) * c->dh + 1; }
+static int64_t ring_row_floats(const ps_conv_shape *c) { return c->OW * c->S * c->C; }
+
+/* Slot of input row ih of image n, filled on first use:
+ * X[ow][s][c] = src[n][ih][ow*sw - pl + s*dw][c] for the taps inside the
+ * image; the others are never read (the segments skip them). */
+static const float *expanded_row(const tile_ctx *t, const ps_conv_shape *c, int64_t n, int64_t ih)
+{
+    const int64_t slot = ih % ring_rows(c), tag = n * c->H + ih;
+    float *x = t->xring + slot * ring_row_floats(c);
+    if (t->xtag[slot] == tag) return x;
+    t->xtag[slot] = tag;
+    const float *row = t->src + (n * c->H + ih) * c->W * c->C;
+    for (int64_t ow = 0; ow < c->OW; ow++) {
+        const int64_t iw0 = ow * c->sw - c->pl;
+        float *xo = x + ow * c->S * c->C;
+        if (c->dw == 1) {
+            /* Undilated taps are adjacent pixels: one copy per column. */
+            int64_t s_lo = iw0 < 0 ? -iw0 : 0, s_hi = c->W - iw0 < c->S ? c->W - iw0 : c->S;
+            if (s_hi > s_lo) memcpy(xo + s_lo * c->C, row + (iw0 + s_lo) * c->C, (size_t)((s_hi - s_lo) * c->C) * sizeof(float));
+            continue;
+        }
+        for (int64_t s = 0; s < c->S; s++) {
+            int64_t iw = iw0 + s * c->dw;
+            if (iw >= 0 && iw < c->W) memcpy(xo + s * c->C, row + iw * c->C, (size_t)c->C * sizeof(float));
+        }
+    }
+    return x;
 }
 
 /* One microkernel step of a conv: output row oh, columns of ow-block owb,
@@ -71,10 +108,10 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
             unsigned long long cnt = 0;
             if (e->expand) {
                 /* One C block; taps s_lo..s_hi-1 of a column sit side by side. */
-                const float *xs = t->xsrc + ((n * c->H * c->OW + sg->ow0) * c->S + sg->s_lo) * c->C;
+                const int64_t at = (sg->ow0 * c->S + sg->s_lo) * c->C;
                 for (int64_t r = r_lo; r < r_hi; r++, cnt++) {
                     t->abuf[cnt] = wblk + (r * c->S + sg->s_lo) * c->C * mk;
-                    t->bbuf[cnt] = xs + (ih0 + r * c->dh) * c->OW * c->S * c->C;
+                    t->bbuf[cnt] = expanded_row(t, c, n, ih0 + r * c->dh) + at;
                 }
             } else
             for (int64_t r = r_lo; r < r_hi; r++) {
@@ -190,18 +227,27 @@ static void run_thread(const tile_ctx *t, tile_fn fn, int tid, int nt)
     }
 }
 
+static size_t align64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
+
+/* Per thread: the batch address lists, then (expand) the row ring and its tags. */
+static size_t thread_bytes(const ps_exec *e)
+{
+    size_t b = align64(2 * (size_t)e->batch_cap * sizeof(float *));
+    if (e->kind == PS_OP_CONV_FWD && e->expand)
+        b += align64((size_t)(ring_rows(&e->conv) * ring_row_floats(&e->conv)) * sizeof(float)) +
+             align64((size_t)ring_rows(&e->conv) * sizeof(int64_t));
+    return b;
+}
+
 size_t ps_exec_workspace_bytes(const ps_exec *e)
 {
     size_t floats = 0;
     if (e->kind == PS_OP_CONV_FWD && e->nchw)
         floats = (size_t)(ps_conv_src_elems(&e->conv) + ps_conv_dst_elems(&e->conv));
-    if (e->kind == PS_OP_CONV_FWD && e->expand)
-        floats += (size_t)(e->conv.N * e->conv.H * e->conv.OW * e->conv.S * e->conv.C);
     if (e->kind == PS_OP_GEMM) /* packed A and B, blocks padded to full size */
         floats = (size_t)(e->k_blocks * e->ks.k * (e->ext[PS_DIM_K] * e->ks.m + e->ext[PS_DIM_OW] * e->ks.n));
     /* 64 bytes of slack to align the regions of a caller's buffer. */
-    return 64 + ((floats * sizeof(float) + 63) & ~(size_t)63) +
-           (size_t)e->nthreads * 2 * (size_t)e->batch_cap * sizeof(float *);
+    return 64 + align64(floats * sizeof(float)) + (size_t)e->nthreads * thread_bytes(e);
 }
 
 /* NCHW <-> NHWC for the activations of one execution. */
@@ -293,41 +339,20 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
             return;
         }
     }
-    if (e->kind == PS_OP_CONV_FWD && e->expand) {
-        /* X[n][ih][ow][s][c] = src[n][ih][ow*sw - pl + s*dw][c] for the taps
-         * inside the image; the others are never read. */
-        const ps_conv_shape *c = &e->conv;
-        float *x = scratch + scratch_floats;
-        const float *in = base.src;
-#pragma omp parallel for collapse(2) num_threads(e->nthreads) schedule(static)
-        for (int64_t n = 0; n < c->N; n++)
-            for (int64_t ih = 0; ih < c->H; ih++)
-                for (int64_t ow = 0; ow < c->OW; ow++) {
-                    const int64_t iw0 = ow * c->sw - c->pl;
-                    float *xo = x + ((n * c->H + ih) * c->OW + ow) * c->S * c->C;
-                    const float *row = in + (n * c->H + ih) * c->W * c->C;
-                    if (c->dw == 1) {
-                        /* Undilated taps are adjacent pixels: one copy per column. */
-                        int64_t s_lo = iw0 < 0 ? -iw0 : 0, s_hi = c->W - iw0 < c->S ? c->W - iw0 : c->S;
-                        if (s_hi > s_lo)
-                            memcpy(xo + s_lo * c->C, row + (iw0 + s_lo) * c->C, (size_t)((s_hi - s_lo) * c->C) * sizeof(float));
-                        continue;
-                    }
-                    for (int64_t s = 0; s < c->S; s++) {
-                        int64_t iw = iw0 + s * c->dw;
-                        if (iw >= 0 && iw < c->W) memcpy(xo + s * c->C, row + iw * c->C, (size_t)c->C * sizeof(float));
-                    }
-                }
-        base.xsrc = x;
-        scratch_floats += (size_t)(c->N * c->H * c->OW * c->S * c->C);
-    }
-    const float **addr = (const float **)(ws + ((scratch_floats * sizeof(float) + 63) & ~(size_t)63));
+    char *per_thread = ws + align64(scratch_floats * sizeof(float));
 #pragma omp parallel num_threads(e->nthreads)
     {
         int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         tile_ctx t = base;
-        t.abuf = addr + (size_t)tid * 2 * (size_t)e->batch_cap;
+        char *mine = per_thread + (size_t)tid * thread_bytes(e);
+        t.abuf = (const float **)mine;
         t.bbuf = t.abuf + e->batch_cap;
+        if (e->kind == PS_OP_CONV_FWD && e->expand) {
+            const ps_conv_shape *c = &e->conv;
+            t.xring = (float *)(mine + align64(2 * (size_t)e->batch_cap * sizeof(float *)));
+            t.xtag = (int64_t *)((char *)t.xring + align64((size_t)(ring_rows(c) * ring_row_floats(c)) * sizeof(float)));
+            for (int64_t i = 0; i < ring_rows(c); i++) t.xtag[i] = -1;
+        }
         run_thread(&t, fn, tid, nt);
     }
     if (e->kind == PS_OP_CONV_FWD && e->nchw) {
