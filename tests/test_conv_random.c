@@ -77,6 +77,9 @@ static int fixed_shapes(shape *out)
     ADD("few channels, dilated taps, asymmetric padding (expanded copy, tap by tap)", d_.N = 2; d_.C = 3; d_.K = 20;
         d_.H = 13; d_.W = 15; d_.R = 3; d_.S = 5; d_.stride_h = 1; d_.stride_w = 2; d_.dilation_h = 2; d_.dilation_w = 3;
         d_.pad_top = 2; d_.pad_bottom = 1; d_.pad_left = 4; d_.pad_right = 1);
+    ADD("few channels, two output-channel blocks around the rows (expanded whole copy)", d_.N = 2; d_.C = 3;
+        d_.K = 96; d_.H = d_.W = 19; d_.R = d_.S = 5; d_.stride_h = d_.stride_w = 2;
+        d_.pad_top = d_.pad_bottom = d_.pad_left = d_.pad_right = 2);
     ADD("K=425 1x1 (yolo-like head)", d_.N = 1; d_.C = 24; d_.K = 425; d_.H = 5; d_.W = 7; d_.R = d_.S = 1);
     ADD("K=425 3x3 padded NCHW", d_.N = 1; d_.C = 8; d_.K = 425; d_.H = 4; d_.W = 5; d_.R = d_.S = 3;
         d_.pad_top = d_.pad_bottom = d_.pad_left = d_.pad_right = 1; d_.layout = PS_LAYOUT_NCHW;

@@ -116,6 +116,20 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
      * row to turn k = C into k = taps x C: worth it only for few channels. */
     e->expand = e->k_blocks == 1 && c->C <= 16 && c->S > 1;
     if (e->expand) e->batch_cap = c->R;
+    /* A per-thread ring of expanded rows serves walks that finish a row's
+     * output-channel and column blocks before moving on; a loop over those
+     * blocks around the row loop would expand every row again per block, so
+     * such schedules get one whole copy per execution instead. */
+    e->expand_ring = e->expand;
+    int64_t left[PS_DIM_COUNT];
+    memcpy(left, e->ext, sizeof left);
+    for (int i = 0; i < e->n_loops && e->expand_ring; i++) {
+        const ps_loop *l = &e->loops[i];
+        const int64_t trips = (left[l->dim] + l->tile - 1) / l->tile;
+        left[l->dim] = l->tile < left[l->dim] ? l->tile : left[l->dim];
+        if (l->dim == PS_DIM_OH && l->tile == 1) break;
+        if ((l->dim == PS_DIM_K || l->dim == PS_DIM_OW) && trips > 1) e->expand_ring = 0;
+    }
     for (int64_t i = 0; i < ns; i++) {
         /* Identical shapes share kernels: LIBXSMM's registry returns the same code. */
         int64_t taps = e->expand ? e->segs[i].s_hi - e->segs[i].s_lo : 1;

@@ -59,6 +59,9 @@ typedef struct ps_exec {
                                   row, padding never read; a per-thread ring of rows in the
                                   workspace), so one call reduces over (taps x C) and batches
                                   over filter rows only */
+    int expand_ring;           /* expand: rows expanded per thread on first use (the walk
+                                  finishes each row's blocks first); else one whole copy
+                                  X[n][ih][ow][s][c] per execution */
 
     /* gemm */
     ps_gemm_shape gemm;

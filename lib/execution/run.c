@@ -11,7 +11,8 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 typedef struct tile_ctx {
     const ps_exec *e;
     const float *src, *wei, *bias, *a, *b;
-    float *xring;               /* exec->expand: this thread's expanded input rows, */
+    const float *xsrc;          /* exec->expand without the ring: the whole copy */
+    float *xring;               /* exec->expand_ring: this thread's expanded input rows, */
     int64_t *xtag;              /* ring slots tagged n * H + ih (-1: empty) */
     float *dst, *c;
     const float **abuf, **bbuf; /* batch address lists, batch_cap entries each */
@@ -33,25 +34,10 @@ static void epilogue(float *c, int64_t m, int64_t n, int64_t ldc, const float *b
     }
 }
 
-/* exec->expand: a per-thread ring of expanded input rows. One output row
- * reads input rows ih0 + r*dh, r < R: a ring of (R-1)*dh + 1 slots holds
- * them all, and consecutive output rows find most of theirs already there,
- * so every input row is expanded about once per thread and the copy stays
- * in the thread's cache (a whole-tensor copy streamed 4 MB on ResNet's
- * first layer). */
-static int64_t ring_rows(const ps_conv_shape *c) { return (c->R - 1) * c->dh + 1; }
-static int64_t ring_row_floats(const ps_conv_shape *c) { return c->OW * c->S * c->C; }
-
-/* Slot of input row ih of image n, filled on first use:
- * X[ow][s][c] = src[n][ih][ow*sw - pl + s*dw][c] for the taps inside the
- * image; the others are never read (the segments skip them). */
-static const float *expanded_row(const tile_ctx *t, const ps_conv_shape *c, int64_t n, int64_t ih)
+/* X[ow][s][c] = row[ow*sw - pl + s*dw][c] for the taps inside the image;
+ * the others are never read (the segments skip them). */
+static void expand_row(const ps_conv_shape *c, const float *row, float *x)
 {
-    const int64_t slot = ih % ring_rows(c), tag = n * c->H + ih;
-    float *x = t->xring + slot * ring_row_floats(c);
-    if (t->xtag[slot] == tag) return x;
-    t->xtag[slot] = tag;
-    const float *row = t->src + (n * c->H + ih) * c->W * c->C;
     for (int64_t ow = 0; ow < c->OW; ow++) {
         const int64_t iw0 = ow * c->sw - c->pl;
         float *xo = x + ow * c->S * c->C;
@@ -65,6 +51,28 @@ static const float *expanded_row(const tile_ctx *t, const ps_conv_shape *c, int6
             int64_t iw = iw0 + s * c->dw;
             if (iw >= 0 && iw < c->W) memcpy(xo + s * c->C, row + iw * c->C, (size_t)c->C * sizeof(float));
         }
+    }
+}
+
+/* exec->expand_ring: a per-thread ring of expanded input rows. One output row
+ * reads input rows ih0 + r*dh, r < R: a ring of (R-1)*dh + 1 slots holds
+ * them all, and consecutive output rows find most of theirs already there,
+ * so every input row is expanded about once per thread and the copy stays
+ * in the thread's cache (a whole-tensor copy streamed 4 MB on ResNet's
+ * first layer). */
+static int64_t ring_rows(const ps_conv_shape *c) { return (c->R - 1) * c->dh + 1; }
+static int64_t x_row_floats(const ps_conv_shape *c) { return c->OW * c->S * c->C; }
+
+/* Expanded input row ih of image n: from the whole copy, or the thread's
+ * ring slot, filled on first use. */
+static const float *expanded_row(const tile_ctx *t, const ps_conv_shape *c, int64_t n, int64_t ih)
+{
+    if (t->xsrc) return t->xsrc + (n * c->H + ih) * x_row_floats(c);
+    const int64_t slot = ih % ring_rows(c), tag = n * c->H + ih;
+    float *x = t->xring + slot * x_row_floats(c);
+    if (t->xtag[slot] != tag) {
+        t->xtag[slot] = tag;
+        expand_row(c, t->src + (n * c->H + ih) * c->W * c->C, x);
     }
     return x;
 }
@@ -233,8 +241,8 @@ static size_t align64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 static size_t thread_bytes(const ps_exec *e)
 {
     size_t b = align64(2 * (size_t)e->batch_cap * sizeof(float *));
-    if (e->kind == PS_OP_CONV_FWD && e->expand)
-        b += align64((size_t)(ring_rows(&e->conv) * ring_row_floats(&e->conv)) * sizeof(float)) +
+    if (e->kind == PS_OP_CONV_FWD && e->expand_ring)
+        b += align64((size_t)(ring_rows(&e->conv) * x_row_floats(&e->conv)) * sizeof(float)) +
              align64((size_t)ring_rows(&e->conv) * sizeof(int64_t));
     return b;
 }
@@ -244,6 +252,8 @@ size_t ps_exec_workspace_bytes(const ps_exec *e)
     size_t floats = 0;
     if (e->kind == PS_OP_CONV_FWD && e->nchw)
         floats = (size_t)(ps_conv_src_elems(&e->conv) + ps_conv_dst_elems(&e->conv));
+    if (e->kind == PS_OP_CONV_FWD && e->expand && !e->expand_ring)
+        floats += (size_t)(e->conv.N * e->conv.H * x_row_floats(&e->conv));
     if (e->kind == PS_OP_GEMM) /* packed A and B, blocks padded to full size */
         floats = (size_t)(e->k_blocks * e->ks.k * (e->ext[PS_DIM_K] * e->ks.m + e->ext[PS_DIM_OW] * e->ks.n));
     /* 64 bytes of slack to align the regions of a caller's buffer. */
@@ -339,6 +349,17 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
             return;
         }
     }
+    if (e->kind == PS_OP_CONV_FWD && e->expand && !e->expand_ring) {
+        const ps_conv_shape *c = &e->conv;
+        float *x = scratch + scratch_floats;
+        const float *in = base.src;
+#pragma omp parallel for collapse(2) num_threads(e->nthreads) schedule(static)
+        for (int64_t n = 0; n < c->N; n++)
+            for (int64_t ih = 0; ih < c->H; ih++)
+                expand_row(c, in + (n * c->H + ih) * c->W * c->C, x + (n * c->H + ih) * x_row_floats(c));
+        base.xsrc = x;
+        scratch_floats += (size_t)(c->N * c->H * x_row_floats(c));
+    }
     char *per_thread = ws + align64(scratch_floats * sizeof(float));
 #pragma omp parallel num_threads(e->nthreads)
     {
@@ -347,10 +368,10 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
         char *mine = per_thread + (size_t)tid * thread_bytes(e);
         t.abuf = (const float **)mine;
         t.bbuf = t.abuf + e->batch_cap;
-        if (e->kind == PS_OP_CONV_FWD && e->expand) {
+        if (e->kind == PS_OP_CONV_FWD && e->expand_ring) {
             const ps_conv_shape *c = &e->conv;
             t.xring = (float *)(mine + align64(2 * (size_t)e->batch_cap * sizeof(float *)));
-            t.xtag = (int64_t *)((char *)t.xring + align64((size_t)(ring_rows(c) * ring_row_floats(c)) * sizeof(float)));
+            t.xtag = (int64_t *)((char *)t.xring + align64((size_t)(ring_rows(c) * x_row_floats(c)) * sizeof(float)));
             for (int64_t i = 0; i < ring_rows(c); i++) t.xtag[i] = -1;
         }
         run_thread(&t, fn, tid, nt);
