@@ -153,7 +153,8 @@ static void gemm_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
     const int64_t full_hi = min64(cb1, e->k_full_blocks);
     const int has_tail = e->k_tail > 0 && cb1 == e->k_blocks;
     /* Packed operands: block (mb, kb) of A and (kb, nb) of B are contiguous. */
-    const float *ablk = t->a + mb * e->k_blocks * e->ks.m * e->ks.k;
+    const float *ablk = e->pack_a ? t->a + mb * e->k_blocks * e->ks.m * e->ks.k : t->a + mb * e->ks.m;
+    const int64_t a_step = e->pack_a ? e->ks.m * k : k * e->lda;
     const float *bblk = t->b + nb * e->k_blocks * e->ks.k * e->ks.n;
     float *ct = t->c + mb * e->ks.m + nb * e->ks.n * g->ldc;
     int beta = 1;
@@ -171,7 +172,7 @@ static void gemm_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
         if (hi <= lo) continue;
         unsigned long long cnt = 0;
         for (int64_t kb = lo; kb < hi; kb++, cnt++) {
-            t->abuf[cnt] = ablk + kb * e->ks.m * k;
+            t->abuf[cnt] = ablk + kb * a_step;
             t->bbuf[cnt] = bblk + kb * k * e->ks.n;
         }
         ks->fn[mt][part][beta](t->abuf, t->bbuf, ct, &cnt);
@@ -254,8 +255,8 @@ size_t ps_exec_workspace_bytes(const ps_exec *e)
         floats = (size_t)(ps_conv_src_elems(&e->conv) + ps_conv_dst_elems(&e->conv));
     if (e->kind == PS_OP_CONV_FWD && e->expand && !e->expand_ring)
         floats += (size_t)(e->conv.N * e->conv.H * x_row_floats(&e->conv));
-    if (e->kind == PS_OP_GEMM) /* packed A and B, blocks padded to full size */
-        floats = (size_t)(e->k_blocks * e->ks.k * (e->ext[PS_DIM_K] * e->ks.m + e->ext[PS_DIM_OW] * e->ks.n));
+    if (e->kind == PS_OP_GEMM) /* packed A (if packed) and B, blocks padded to full size */
+        floats = (size_t)(e->k_blocks * e->ks.k * ((e->pack_a ? e->ext[PS_DIM_K] * e->ks.m : 0) + e->ext[PS_DIM_OW] * e->ks.n));
     /* 64 bytes of slack to align the regions of a caller's buffer. */
     return 64 + align64(floats * sizeof(float)) + (size_t)e->nthreads * thread_bytes(e);
 }
@@ -298,7 +299,7 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
         base.b = ops->b;
         base.c = ops->c;
         float *next = scratch;
-        {
+        if (e->pack_a) {
             /* A (normalized M x K, stored K x M when trans_a) into m x k blocks,
              * scaled by alpha; block (mb, kb) at (mb * KB + kb) * m * k. */
             float *pa = next;
@@ -311,9 +312,18 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
                 for (int64_t kb = 0; kb < KB; kb++) {
                     float *blk = pa + (mb * KB + kb) * m * k;
                     const int64_t i0 = mb * m, k0 = kb * k, mi = M - i0 < m ? M - i0 : m, ki = K - k0 < k ? K - k0 : k;
-                    for (int64_t kk = 0; kk < ki; kk++)
-                        for (int64_t i = 0; i < mi; i++)
-                            blk[kk * m + i] = alpha * (tr ? ua[(k0 + kk) + (i0 + i) * lda] : ua[(i0 + i) + (k0 + kk) * lda]);
+                    /* The inner loop walks the source contiguously (writes stay
+                     * inside the block, which is in L1). */
+                    if (tr)
+                        for (int64_t i = 0; i < mi; i++) {
+                            const float *src = ua + k0 + (i0 + i) * lda;
+                            for (int64_t kk = 0; kk < ki; kk++) blk[kk * m + i] = alpha * src[kk];
+                        }
+                    else
+                        for (int64_t kk = 0; kk < ki; kk++) {
+                            const float *src = ua + i0 + (k0 + kk) * lda;
+                            for (int64_t i = 0; i < mi; i++) blk[kk * m + i] = alpha * src[i];
+                        }
                 }
             base.a = pa;
             next += e->ext[PS_DIM_K] * m * KB * k;
@@ -330,9 +340,14 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
                 for (int64_t kb = 0; kb < KB; kb++) {
                     float *blk = pb + (nb * KB + kb) * k * n;
                     const int64_t j0 = nb * n, k0 = kb * k, nj = N - j0 < n ? N - j0 : n, ki = K - k0 < k ? K - k0 : k;
-                    for (int64_t j = 0; j < nj; j++)
-                        for (int64_t kk = 0; kk < ki; kk++)
-                            blk[j * k + kk] = tr ? ub[(j0 + j) + (k0 + kk) * ldb] : ub[(k0 + kk) + (j0 + j) * ldb];
+                    if (tr)
+                        for (int64_t kk = 0; kk < ki; kk++) {
+                            const float *src = ub + j0 + (k0 + kk) * ldb;
+                            for (int64_t j = 0; j < nj; j++) blk[j * k + kk] = src[j];
+                        }
+                    else
+                        for (int64_t j = 0; j < nj; j++)
+                            memcpy(blk + j * k, ub + k0 + (j0 + j) * ldb, (size_t)ki * sizeof(float));
                 }
             base.b = pb;
             next += e->ext[PS_DIM_OW] * n * KB * k;
