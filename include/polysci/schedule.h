@@ -69,7 +69,7 @@ PS_API ps_status ps_schedule_check(const ps_schedule *sched, const ps_desc *desc
 
 /* __give *out: the fixed-loop-order default schedule for a descriptor (the
  * paper's "Microkernel" baseline): heuristic blocking, order n k oh ow c with
- * the n,k,oh band parallel (gemm: m n k with m,n parallel). */
+ * the n,k,oh,ow band parallel (gemm: m n k with m,n parallel). */
 PS_API ps_status ps_schedule_default(const ps_desc *desc, ps_schedule **out);
 
 #ifdef __cplusplus

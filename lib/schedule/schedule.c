@@ -307,7 +307,9 @@ ps_status ps_schedule_default(const ps_desc *desc, ps_schedule **out)
         ps_schedule_add_loop(s, PS_DIM_N, 1, 1);
         ps_schedule_add_loop(s, PS_DIM_K, 1, 1);
         ps_schedule_add_loop(s, PS_DIM_OH, 1, 1);
-        ps_schedule_add_loop(s, PS_DIM_OW, 1, 0);
+        /* Column blocks join the band: a flattened 1x1 conv of one image has
+         * nothing else to share between threads. */
+        ps_schedule_add_loop(s, PS_DIM_OW, 1, 1);
         ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
     }
     *out = s;
