@@ -22,18 +22,8 @@
 #include "ranking/dnn.h"
 #include "ranking/rank.h"
 #include "reference.h"
+#include "test_util.h"
 
-static int failures, checks;
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        checks++;                                                            \
-        if (!(cond)) {                                                       \
-            failures++;                                                      \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                      \
-            printf(__VA_ARGS__);                                             \
-            printf("\n");                                                    \
-        }                                                                    \
-    } while (0)
 
 static double now_ms(void)
 {
@@ -68,23 +58,23 @@ static void check_game(char *line, int no)
 {
     double ab[8] = {0}, x[PS_DNN_IN] = {0}, p[2] = {0};
     char *q = line + 4;
-    CHECK(read_doubles(&q, ab, 8) == 8, "vectors line %d: 8 working sets expected", no);
+    TU_CHECK(read_doubles(&q, ab, 8) == 8, "vectors line %d: 8 working sets expected", no);
     q = skip_bar(q);
-    CHECK(read_doubles(&q, x, PS_DNN_IN) == PS_DNN_IN, "vectors line %d: 8 features expected", no);
+    TU_CHECK(read_doubles(&q, x, PS_DNN_IN) == PS_DNN_IN, "vectors line %d: 8 features expected", no);
     q = skip_bar(q);
-    CHECK(read_doubles(&q, p, 2) == 2, "vectors line %d: 2 probabilities expected", no);
+    TU_CHECK(read_doubles(&q, p, 2) == 2, "vectors line %d: 2 probabilities expected", no);
     q = skip_bar(q);
     int want = (int)strtol(q, NULL, 10);
     float xf[PS_DNN_IN], pf[PS_DNN_OUT];
     ps_dnn_features(ab, ab + 4, xf);
     for (int i = 0; i < PS_DNN_IN; i++)
-        CHECK(xf[i] == (float)x[i], "vectors line %d: feature %d is %.9g, Python %.9g", no, i, xf[i], x[i]);
+        TU_CHECK(xf[i] == (float)x[i], "vectors line %d: feature %d is %.9g, Python %.9g", no, i, xf[i], x[i]);
     ps_dnn_infer(&ps_dnn_weights, xf, pf);
     for (int i = 0; i < PS_DNN_OUT; i++)
-        CHECK(fabs(pf[i] - p[i]) <= 1e-5, "vectors line %d: p[%d] = %.8f, Python %.8f", no, i, pf[i], p[i]);
+        TU_CHECK(fabs(pf[i] - p[i]) <= 1e-5, "vectors line %d: p[%d] = %.8f, Python %.8f", no, i, pf[i], p[i]);
     /* A game decided within rounding of the threshold may go either way. */
     if (fabs(p[0] - PS_DNN_THRESHOLD) > 1e-4 && fabs(p[1] - PS_DNN_THRESHOLD) > 1e-4)
-        CHECK(ps_dnn_game(&ps_dnn_weights, xf) == want, "vectors line %d: outcome %d, Python %d", no,
+        TU_CHECK(ps_dnn_game(&ps_dnn_weights, xf) == want, "vectors line %d: outcome %d, Python %d", no,
               ps_dnn_game(&ps_dnn_weights, xf), want);
 }
 
@@ -114,7 +104,7 @@ static int check_tournament(FILE *f, int n, int *no)
             q = end;
         }
     }
-    CHECK(ok, "vectors line %d: malformed tournament of %d", *no, n);
+    TU_CHECK(ok, "vectors line %d: malformed tournament of %d", *no, n);
     for (int threads = 1; ok && threads <= 2; threads++) {
         ps_ranking r = {n, calloc((size_t)n, sizeof(ps_ranked))};
         if (!r.v) abort();
@@ -122,14 +112,14 @@ static int check_tournament(FILE *f, int n, int *no)
             memcpy(r.v[i].ws, ws[i], sizeof ws[i]);
             r.v[i].index = i;
         }
-        CHECK(ps_dnn_tournament(&ps_dnn_weights, &r, threads) == PS_SUCCESS, "tournament: %s",
+        TU_CHECK(ps_dnn_tournament(&ps_dnn_weights, &r, threads) == PS_SUCCESS, "tournament: %s",
               ps_last_error_message());
         int same = 1;
         for (int k = 0; k < n; k++) {
             const ps_ranked *v = &r.v[k];
             same &= v->index == want[0][k] && v->wins == want[1][v->index] && v->losses == want[2][v->index];
         }
-        CHECK(same, "tournament of %d on %d thread(s) differs from Python's (first: variant %d, %d wins, %d losses)",
+        TU_CHECK(same, "tournament of %d on %d thread(s) differs from Python's (first: variant %d, %d wins, %d losses)",
               n, threads, r.v[0].index, r.v[0].wins, r.v[0].losses);
         ps_ranking_release(&r); /* schedules are NULL: destroying them is a no-op */
     }
@@ -141,7 +131,7 @@ static int check_tournament(FILE *f, int n, int *no)
 static void vectors(const char *path)
 {
     FILE *f = fopen(path, "r");
-    CHECK(f != NULL, "cannot open %s", path);
+    TU_CHECK(f != NULL, "cannot open %s", path);
     if (!f) return;
     char line[8192];
     int no = 0, games = 0, tournaments = 0;
@@ -152,14 +142,14 @@ static void vectors(const char *path)
             games++;
         } else if (!strncmp(line, "tournament ", 11)) {
             int n = atoi(line + 11);
-            CHECK(n > 1 && n < 100000, "vectors line %d: bad tournament size", no);
+            TU_CHECK(n > 1 && n < 100000, "vectors line %d: bad tournament size", no);
             if (n <= 1 || n >= 100000 || !check_tournament(f, n, &no)) break;
             tournaments++;
         }
     }
     fclose(f);
     printf("test vectors: %d games, %d tournaments\n", games, tournaments);
-    CHECK(games >= 5 && tournaments >= 1, "%s has %d games and %d tournaments", path, games, tournaments);
+    TU_CHECK(games >= 5 && tournaments >= 1, "%s has %d games and %d tournaments", path, games, tournaments);
 }
 
 /* ---------------------------------------------------------------- through the API */
@@ -181,13 +171,13 @@ static void cost_query(ps_context *ctx)
     o.num_threads = 2;
     ps_cost_report *dnn1 = NULL, *dnn2 = NULL, *cost = NULL;
     o.ranker = PS_RANKER_DNN;
-    CHECK(ps_cost_query(ctx, &d, &o, &dnn1) == PS_SUCCESS, "DNN cost query: %s", ps_last_error_message());
-    CHECK(ps_cost_query(ctx, &d, &o, &dnn2) == PS_SUCCESS, "DNN cost query: %s", ps_last_error_message());
+    TU_CHECK(ps_cost_query(ctx, &d, &o, &dnn1) == PS_SUCCESS, "DNN cost query: %s", ps_last_error_message());
+    TU_CHECK(ps_cost_query(ctx, &d, &o, &dnn2) == PS_SUCCESS, "DNN cost query: %s", ps_last_error_message());
     o.ranker = PS_RANKER_COST;
-    CHECK(ps_cost_query(ctx, &d, &o, &cost) == PS_SUCCESS, "cost query: %s", ps_last_error_message());
+    TU_CHECK(ps_cost_query(ctx, &d, &o, &cost) == PS_SUCCESS, "cost query: %s", ps_last_error_message());
     if (!dnn1 || !dnn2 || !cost) goto done;
     const int n = ps_cost_report_size(dnn1);
-    CHECK(n > 1 && n == ps_cost_report_size(dnn2) && n == ps_cost_report_size(cost),
+    TU_CHECK(n > 1 && n == ps_cost_report_size(dnn2) && n == ps_cost_report_size(cost),
           "variant counts: DNN %d and %d, cost %d", n, ps_cost_report_size(dnn2), ps_cost_report_size(cost));
     int *seen = calloc((size_t)n, sizeof *seen);
     if (!seen) abort();
@@ -195,10 +185,10 @@ static void cost_query(ps_context *ctx)
         ps_variant_cost a, b;
         ps_cost_report_get(dnn1, i, &a);
         ps_cost_report_get(dnn2, i, &b);
-        CHECK(a.rank == i + 1, "rank %d at index %d", a.rank, i);
-        CHECK(!strcmp(a.schedule, b.schedule) && a.cost == b.cost,
+        TU_CHECK(a.rank == i + 1, "rank %d at index %d", a.rank, i);
+        TU_CHECK(!strcmp(a.schedule, b.schedule) && a.cost == b.cost,
               "rank %d differs between two identical DNN queries", i + 1);
-        CHECK(a.cost >= 0 && a.cost == floor(a.cost) && a.cost <= 2.0 * (n - 1),
+        TU_CHECK(a.cost >= 0 && a.cost == floor(a.cost) && a.cost <= 2.0 * (n - 1),
               "rank %d: cost %g is not a loss count", i + 1, a.cost);
         /* The same variant with the same Alg. 2 working sets as in Eq. 1's list. */
         int j = 0;
@@ -207,11 +197,11 @@ static void cost_query(ps_context *ctx)
             ps_cost_report_get(cost, j, &c);
             if (!strcmp(c.schedule, a.schedule)) break;
         }
-        CHECK(j < n && !seen[j], "rank %d ('%s') is %s in the Eq. 1 list", i + 1, a.schedule,
+        TU_CHECK(j < n && !seen[j], "rank %d ('%s') is %s in the Eq. 1 list", i + 1, a.schedule,
               j < n ? "repeated" : "not");
         if (j < n) {
             seen[j] = 1;
-            CHECK(!memcmp(c.ws_bytes, a.ws_bytes, sizeof a.ws_bytes), "rank %d: working sets differ from Eq. 1's",
+            TU_CHECK(!memcmp(c.ws_bytes, a.ws_bytes, sizeof a.ws_bytes), "rank %d: working sets differ from Eq. 1's",
                   i + 1);
         }
     }
@@ -237,8 +227,8 @@ static void plan(ps_context *ctx, int top_k)
     o.flags = PS_PLAN_NO_CACHE;
     ps_plan *p = NULL;
     ps_cost_report *rep = NULL;
-    CHECK(ps_plan_create(ctx, &d, &o, &p) == PS_SUCCESS, "DNN plan (top_k %d): %s", top_k, ps_last_error_message());
-    CHECK(ps_cost_query(ctx, &d, &o, &rep) == PS_SUCCESS, "DNN cost query: %s", ps_last_error_message());
+    TU_CHECK(ps_plan_create(ctx, &d, &o, &p) == PS_SUCCESS, "DNN plan (top_k %d): %s", top_k, ps_last_error_message());
+    TU_CHECK(ps_cost_query(ctx, &d, &o, &rep) == PS_SUCCESS, "DNN cost query: %s", ps_last_error_message());
     if (!p || !rep) goto done;
     char text[512];
     ps_schedule_format(ps_plan_get_schedule(p), PS_OP_CONV_FWD, text, sizeof text, NULL);
@@ -253,7 +243,7 @@ static void plan(ps_context *ctx, int top_k)
     ps_schedule *ds = NULL;
     if (ps_schedule_default(&d, &ds) == PS_SUCCESS) ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, sizeof dflt, NULL);
     ps_schedule_destroy(ds);
-    CHECK((at >= 0 && at < (top_k > 1 ? top_k : 1)) || (top_k > 1 && !strcmp(text, dflt)),
+    TU_CHECK((at >= 0 && at < (top_k > 1 ? top_k : 1)) || (top_k > 1 && !strcmp(text, dflt)),
           "top_k %d: the plan runs '%s', tournament place %d", top_k, text, at + 1);
 
     int64_t OH, OW;
@@ -270,13 +260,13 @@ static void plan(ps_context *ctx, int top_k)
     for (int64_t i = 0; i < nw; i++) w[i] = (float)((i * 104729) % 199) / 99.0f - 1.0f;
     for (int64_t i = 0; i < c->K; i++) bias[i] = 0.01f * (float)i;
     for (int64_t i = 0; i < nd; i++) dst[i] = NAN;
-    CHECK(ps_plan_pack_weights(p, w, packed) == PS_SUCCESS, "pack: %s", ps_last_error_message());
-    CHECK(ps_conv_execute(p, src, packed, bias, dst) == PS_SUCCESS, "execute: %s", ps_last_error_message());
+    TU_CHECK(ps_plan_pack_weights(p, w, packed) == PS_SUCCESS, "pack: %s", ps_last_error_message());
+    TU_CHECK(ps_conv_execute(p, src, packed, bias, dst) == PS_SUCCESS, "execute: %s", ps_last_error_message());
     int64_t L;
     ref_conv_fwd(c, src, w, bias, ref, mag, &L);
     ref_cmp cmp;
     ref_compare(dst, ref, mag, nd, L, &cmp);
-    CHECK(cmp.n_bad == 0, "DNN plan '%s': %lld wrong outputs (first at %lld: %g, want %g)", text,
+    TU_CHECK(cmp.n_bad == 0, "DNN plan '%s': %lld wrong outputs (first at %lld: %g, want %g)", text,
           (long long)cmp.n_bad, (long long)cmp.first_bad, cmp.first_got, cmp.first_ref);
     free(src); free(w); free(bias); free(dst); free(ref); free(mag); free(packed);
 done:
@@ -291,14 +281,14 @@ static void timing(ps_context *ctx)
     ps_desc d;
     conv_shape(&d, 2, 128, 128, 28, 3);
     ps_ranking r;
-    CHECK(ps_rank_variants(&ctx->machine, &d, 2, PS_RANKER_COST, &r) == PS_SUCCESS, "ranking: %s",
+    TU_CHECK(ps_rank_variants(&ctx->machine, &d, 2, PS_RANKER_COST, &r) == PS_SUCCESS, "ranking: %s",
           ps_last_error_message());
     if (!r.v) return;
     for (int threads = 1; threads <= 2; threads++) {
         double best = 1e300;
         for (int rep = 0; rep < 3; rep++) {
             const double t0 = now_ms();
-            CHECK(ps_dnn_tournament(&ps_dnn_weights, &r, threads) == PS_SUCCESS, "tournament: %s",
+            TU_CHECK(ps_dnn_tournament(&ps_dnn_weights, &r, threads) == PS_SUCCESS, "tournament: %s",
                   ps_last_error_message());
             const double t = now_ms() - t0;
             if (t < best) best = t;
@@ -320,7 +310,7 @@ int main(int argc, char **argv)
     ps_context_options_init(&co);
     co.num_threads = 2;
     ps_context *ctx = NULL;
-    CHECK(ps_context_create(&co, &ctx) == PS_SUCCESS, "context: %s", ps_last_error_message());
+    TU_CHECK(ps_context_create(&co, &ctx) == PS_SUCCESS, "context: %s", ps_last_error_message());
     if (ctx) {
         cost_query(ctx);
         plan(ctx, 0);
@@ -328,10 +318,10 @@ int main(int argc, char **argv)
         timing(ctx);
         ps_context_destroy(ctx);
     }
-    if (failures) {
-        printf("test_dnn: FAILED %d of %d checks\n", failures, checks);
+    if (tu_failures) {
+        printf("test_dnn: FAILED %d of %d checks\n", tu_failures, tu_checks);
         return 1;
     }
-    printf("test_dnn: all %d checks passed\n", checks);
+    printf("test_dnn: all %d checks passed\n", tu_checks);
     return 0;
 }

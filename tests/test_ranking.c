@@ -7,17 +7,8 @@
 #include "plan/context_impl.h"
 #include "polysci/polysci.h"
 #include "ranking/rank.h"
+#include "test_util.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            failures++;                                                      \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                      \
-            printf(__VA_ARGS__);                                             \
-            printf("\n");                                                    \
-        }                                                                    \
-    } while (0)
 
 /* Figure 4 matmul, M=4 N=5 K=6, order ijk. Its working sets (bytes) are
  * A: 60 / 144, B: 172 / 260, and C: 20 / 52 for each of RAR, RAW, WAR, WAW.
@@ -39,19 +30,19 @@ static void hand_worked(void)
     m.mem_bandwidth_gbs = 10;
     ps_analysis *a;
     ps_status st = ps_analysis_create_matmul(4, 5, 6, "ijk", NULL, &a);
-    CHECK(st == PS_SUCCESS, "analysis: %s", ps_last_error_message());
+    TU_CHECK(st == PS_SUCCESS, "analysis: %s", ps_last_error_message());
     if (st) return;
     double ws[PS_COST_LEVELS];
     ps_rank_alg2(&m, 1, a, ws);
-    CHECK(ws[PS_COST_L1] == 348 && ws[PS_COST_L2] == 316 && ws[PS_COST_L3] == 260 && ws[PS_COST_MEM] == 0,
+    TU_CHECK(ws[PS_COST_L1] == 348 && ws[PS_COST_L2] == 316 && ws[PS_COST_L3] == 260 && ws[PS_COST_MEM] == 0,
           "Alg. 2 gave L1 %g L2 %g L3 %g mem %g, want 348 316 260 0", ws[0], ws[1], ws[2], ws[3]);
     double cost = ps_rank_eq1(&m, ws);
-    CHECK(fabs(cost - 288.76) < 1e-9, "Eq. 1 gave %.6f, want 288.76", cost);
+    TU_CHECK(fabs(cost - 288.76) < 1e-9, "Eq. 1 gave %.6f, want 288.76", cost);
     /* Shrink L3 below B's WSmax: 260 bytes move to memory. */
     m.levels[2].size_bytes = 200 + 1;
     ps_rank_alg2(&m, 1, a, ws);
     cost = ps_rank_eq1(&m, ws);
-    CHECK(ws[PS_COST_MEM] == 260 && fabs(cost - (3.48 + 25.28 + 260 * 100.0 / 10)) < 1e-9,
+    TU_CHECK(ws[PS_COST_MEM] == 260 && fabs(cost - (3.48 + 25.28 + 260 * 100.0 / 10)) < 1e-9,
           "with a small L3: mem %g cost %.6f", ws[PS_COST_MEM], cost);
     ps_analysis_destroy(a);
 }
@@ -68,34 +59,34 @@ static void deterministic(ps_context *ctx, ps_ranker ranker)
     o.num_threads = 2;
     o.ranker = ranker;
     ps_cost_report *r1 = NULL, *r2 = NULL;
-    CHECK(ps_cost_query(ctx, &d, &o, &r1) == PS_SUCCESS, "cost query: %s", ps_last_error_message());
-    CHECK(ps_cost_query(ctx, &d, &o, &r2) == PS_SUCCESS, "cost query: %s", ps_last_error_message());
+    TU_CHECK(ps_cost_query(ctx, &d, &o, &r1) == PS_SUCCESS, "cost query: %s", ps_last_error_message());
+    TU_CHECK(ps_cost_query(ctx, &d, &o, &r2) == PS_SUCCESS, "cost query: %s", ps_last_error_message());
     if (!r1 || !r2) return;
     int n = ps_cost_report_size(r1);
-    CHECK(n > 1 && n == ps_cost_report_size(r2), "variant counts %d vs %d", n, ps_cost_report_size(r2));
+    TU_CHECK(n > 1 && n == ps_cost_report_size(r2), "variant counts %d vs %d", n, ps_cost_report_size(r2));
     double prev = -1;
     for (int i = 0; i < n; i++) {
         ps_variant_cost a, b;
         ps_cost_report_get(r1, i, &a);
         ps_cost_report_get(r2, i, &b);
-        CHECK(a.rank == i + 1 && strcmp(a.schedule, b.schedule) == 0 && a.cost == b.cost,
+        TU_CHECK(a.rank == i + 1 && strcmp(a.schedule, b.schedule) == 0 && a.cost == b.cost,
               "rank %d differs between two identical queries", i + 1);
-        CHECK(a.cost >= prev, "costs not ascending at rank %d", i + 1);
+        TU_CHECK(a.cost >= prev, "costs not ascending at rank %d", i + 1);
         prev = a.cost;
         ps_schedule *s;
-        CHECK(ps_schedule_parse(PS_OP_CONV_FWD, a.schedule, &s) == PS_SUCCESS && ps_schedule_check(s, &d) == PS_SUCCESS,
+        TU_CHECK(ps_schedule_parse(PS_OP_CONV_FWD, a.schedule, &s) == PS_SUCCESS && ps_schedule_check(s, &d) == PS_SUCCESS,
               "ranked schedule '%s' is not valid", a.schedule);
         ps_schedule_destroy(s);
     }
     /* The planner's choice is the first-ranked variant. */
     ps_plan *p;
     o.flags = PS_PLAN_NO_CACHE;
-    CHECK(ps_plan_create(ctx, &d, &o, &p) == PS_SUCCESS, "plan: %s", ps_last_error_message());
+    TU_CHECK(ps_plan_create(ctx, &d, &o, &p) == PS_SUCCESS, "plan: %s", ps_last_error_message());
     char text[512];
     ps_variant_cost first;
     ps_cost_report_get(r1, 0, &first);
     ps_schedule_format(ps_plan_get_schedule(p), PS_OP_CONV_FWD, text, sizeof text, NULL);
-    CHECK(strcmp(text, first.schedule) == 0, "planner chose '%s', rank 1 is '%s'", text, first.schedule);
+    TU_CHECK(strcmp(text, first.schedule) == 0, "planner chose '%s', rank 1 is '%s'", text, first.schedule);
     ps_plan_destroy(p);
     ps_cost_report_destroy(r1);
     ps_cost_report_destroy(r2);
@@ -108,14 +99,14 @@ static void cache(ps_context *ctx)
     d.u.gemm.M = 96; d.u.gemm.N = 80; d.u.gemm.K = 300;
     ps_context_forget_plans(ctx);
     ps_plan *p1, *p2;
-    CHECK(ps_plan_create(ctx, &d, NULL, &p1) == PS_SUCCESS, "plan: %s", ps_last_error_message());
-    CHECK(ps_context_cached_plans(ctx) == 1, "cache holds %d plans after one create", ps_context_cached_plans(ctx));
-    CHECK(ps_plan_create(ctx, &d, NULL, &p2) == PS_SUCCESS, "plan: %s", ps_last_error_message());
-    CHECK(ps_context_cached_plans(ctx) == 1, "second create of the same layer added an entry");
+    TU_CHECK(ps_plan_create(ctx, &d, NULL, &p1) == PS_SUCCESS, "plan: %s", ps_last_error_message());
+    TU_CHECK(ps_context_cached_plans(ctx) == 1, "cache holds %d plans after one create", ps_context_cached_plans(ctx));
+    TU_CHECK(ps_plan_create(ctx, &d, NULL, &p2) == PS_SUCCESS, "plan: %s", ps_last_error_message());
+    TU_CHECK(ps_context_cached_plans(ctx) == 1, "second create of the same layer added an entry");
     char a[512], b[512];
     ps_schedule_format(ps_plan_get_schedule(p1), PS_OP_GEMM, a, sizeof a, NULL);
     ps_schedule_format(ps_plan_get_schedule(p2), PS_OP_GEMM, b, sizeof b, NULL);
-    CHECK(strcmp(a, b) == 0, "cached plan runs '%s', first ran '%s'", b, a);
+    TU_CHECK(strcmp(a, b) == 0, "cached plan runs '%s', first ran '%s'", b, a);
     ps_plan_destroy(p1);
     ps_plan_destroy(p2);
 
@@ -125,14 +116,14 @@ static void cache(ps_context *ctx)
     ps_context_options_init(&co);
     co.memory_limit = 64;
     ps_context *small;
-    CHECK(ps_context_create(&co, &small) == PS_SUCCESS, "context: %s", ps_last_error_message());
+    TU_CHECK(ps_context_create(&co, &small) == PS_SUCCESS, "context: %s", ps_last_error_message());
     if (small) {
         ps_plan *p3 = NULL;
         ps_plan_options o;
         ps_plan_options_init(&o);
         o.ranker = PS_RANKER_COST;
-        CHECK(ps_plan_create(small, &d, &o, &p3) == PS_ERR_OUT_OF_MEMORY && !p3, "memory limit not enforced");
-        CHECK(ps_context_cached_plans(small) == 0, "a failed create left %d plans in the cache",
+        TU_CHECK(ps_plan_create(small, &d, &o, &p3) == PS_ERR_OUT_OF_MEMORY && !p3, "memory limit not enforced");
+        TU_CHECK(ps_context_cached_plans(small) == 0, "a failed create left %d plans in the cache",
               ps_context_cached_plans(small));
         ps_context_destroy(small);
     }
@@ -146,9 +137,9 @@ static void api_caches(void)
     o.n_cache_sizes = 3;
     o.cache_sizes[0] = 32 << 10; o.cache_sizes[1] = 512 << 10; o.cache_sizes[2] = 8 << 20;
     ps_context *ctx;
-    CHECK(ps_context_create(&o, &ctx) == PS_SUCCESS, "context with API caches: %s", ps_last_error_message());
+    TU_CHECK(ps_context_create(&o, &ctx) == PS_SUCCESS, "context with API caches: %s", ps_last_error_message());
     if (ctx) {
-        CHECK(ctx->machine.n_levels == 3 && ctx->machine.levels[0].size_bytes == (32 << 10) &&
+        TU_CHECK(ctx->machine.n_levels == 3 && ctx->machine.levels[0].size_bytes == (32 << 10) &&
                   ctx->machine.levels[2].size_bytes == (8 << 20) && strcmp(ctx->machine.levels[1].source, "api") == 0,
               "API cache override not applied (levels %d, L1 %zu, source %s)", ctx->machine.n_levels,
               ctx->machine.levels[0].size_bytes, ctx->machine.levels[1].source);
@@ -156,9 +147,9 @@ static void api_caches(void)
     }
     o.cache_sizes[1] = 16; /* smaller than L1: rejected */
     ctx = NULL;
-    CHECK(ps_context_create(&o, &ctx) != PS_SUCCESS && ctx == NULL, "implausible API cache sizes accepted");
+    TU_CHECK(ps_context_create(&o, &ctx) != PS_SUCCESS && ctx == NULL, "implausible API cache sizes accepted");
     o.n_cache_sizes = 5;
-    CHECK(ps_context_create(&o, &ctx) == PS_ERR_INVALID_ARG, "n_cache_sizes 5 accepted");
+    TU_CHECK(ps_context_create(&o, &ctx) == PS_ERR_INVALID_ARG, "n_cache_sizes 5 accepted");
 }
 
 int main(void)
@@ -174,6 +165,6 @@ int main(void)
     cache(ctx);
     ps_context_destroy(ctx);
     api_caches();
-    printf("test_ranking: %s\n", failures ? "FAILED" : "all checks passed");
-    return failures != 0;
+    printf("test_ranking: %s (%d checks)\n", tu_failures ? "FAILED" : "all checks passed", tu_checks);
+    return tu_failures != 0;
 }
