@@ -125,8 +125,7 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
     memcpy(left, e->ext, sizeof left);
     for (int i = 0; i < e->n_loops && e->expand_ring; i++) {
         const ps_loop *l = &e->loops[i];
-        const int64_t trips = (left[l->dim] + l->tile - 1) / l->tile;
-        left[l->dim] = l->tile < left[l->dim] ? l->tile : left[l->dim];
+        const int64_t trips = ps_loop_trips(l, left);
         if (l->dim == PS_DIM_OH && l->tile == 1) break;
         if ((l->dim == PS_DIM_K || l->dim == PS_DIM_OW) && trips > 1) e->expand_ring = 0;
     }

@@ -40,6 +40,16 @@ struct ps_schedule {
  * ext[d] = number of microkernel steps along dimension d. */
 void ps_tile_space_extents(const ps_desc *desc, const ps_kernel_shape *ks, int64_t ext[PS_DIM_COUNT]);
 
+/* Iterations of loop l given what the enclosing loops left of its dimension
+ * (left[d] starts at the extent); updates left[l->dim] for the loops inside.
+ * Walking a stage's loops in order gives each loop's trip count. */
+static inline int64_t ps_loop_trips(const ps_loop *l, int64_t left[PS_DIM_COUNT])
+{
+    const int64_t trips = (left[l->dim] + l->tile - 1) / l->tile;
+    if (l->tile < left[l->dim]) left[l->dim] = l->tile;
+    return trips;
+}
+
 /* The expert microkernel for a descriptor (PolyScientist's hand-chosen
  * BRGEMM shape): the widest register-friendly output-channel block (<= 64,
  * a multiple of 16 dividing the extent when one exists), the widest column

@@ -69,8 +69,7 @@ static uint64_t canonical_key(const ps_schedule *s, const ps_desc *desc)
     MIX(sg->kernel.m); MIX(sg->kernel.n); MIX(sg->kernel.k); MIX(sg->kernel.batch);
     for (int i = 0; i < sg->n_loops; i++) {
         const ps_loop *l = &sg->loops[i];
-        int64_t trips = ceil_div(left[l->dim], l->tile);
-        left[l->dim] = l->tile < left[l->dim] ? l->tile : left[l->dim];
+        const int64_t trips = ps_loop_trips(l, left);
         if (trips <= 1) continue;
         MIX(l->dim); MIX(trips); MIX(l->tile); MIX(l->parallel);
     }
