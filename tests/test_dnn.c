@@ -56,17 +56,18 @@ static char *skip_bar(char *p)
 
 static void check_game(char *line, int no)
 {
-    double ab[8] = {0}, x[PS_DNN_IN] = {0}, p[2] = {0};
+    double ab[2 * PS_DNN_STATS] = {0}, x[PS_DNN_IN] = {0}, p[2] = {0};
     char *q = line + 4;
-    TU_CHECK(read_doubles(&q, ab, 8) == 8, "vectors line %d: 8 working sets expected", no);
+    TU_CHECK(read_doubles(&q, ab, 2 * PS_DNN_STATS) == 2 * PS_DNN_STATS, "vectors line %d: %d statistics expected",
+             no, 2 * PS_DNN_STATS);
     q = skip_bar(q);
-    TU_CHECK(read_doubles(&q, x, PS_DNN_IN) == PS_DNN_IN, "vectors line %d: 8 features expected", no);
+    TU_CHECK(read_doubles(&q, x, PS_DNN_IN) == PS_DNN_IN, "vectors line %d: %d features expected", no, PS_DNN_IN);
     q = skip_bar(q);
     TU_CHECK(read_doubles(&q, p, 2) == 2, "vectors line %d: 2 probabilities expected", no);
     q = skip_bar(q);
     int want = (int)strtol(q, NULL, 10);
     float xf[PS_DNN_IN], pf[PS_DNN_OUT];
-    ps_dnn_features(ab, ab + 4, xf);
+    ps_dnn_features(ab, ab + PS_DNN_STATS, xf);
     for (int i = 0; i < PS_DNN_IN; i++)
         TU_CHECK(xf[i] == (float)x[i], "vectors line %d: feature %d is %.9g, Python %.9g", no, i, xf[i], x[i]);
     ps_dnn_infer(&ps_dnn_weights, xf, pf);
@@ -81,7 +82,7 @@ static void check_game(char *line, int no)
 /* "tournament N" with its N 'v' lines, order, wins, losses. */
 static int check_tournament(FILE *f, int n, int *no)
 {
-    double (*ws)[PS_COST_LEVELS] = calloc((size_t)n, sizeof *ws);
+    double (*ws)[PS_DNN_STATS] = calloc((size_t)n, sizeof *ws);
     long *want[3];
     for (int k = 0; k < 3; k++) want[k] = calloc((size_t)n, sizeof *want[k]);
     static const char *const keys[3] = {"order", "wins", "losses"};
@@ -91,7 +92,7 @@ static int check_tournament(FILE *f, int n, int *no)
         ok = fgets(line, sizeof line, f) && !strncmp(line, "v ", 2);
         (*no)++;
         char *q = line + 2;
-        if (ok) ok = read_doubles(&q, ws[i], PS_COST_LEVELS) == PS_COST_LEVELS;
+        if (ok) ok = read_doubles(&q, ws[i], PS_DNN_STATS) == PS_DNN_STATS;
     }
     for (int k = 0; ok && k < 3; k++) {
         ok = fgets(line, sizeof line, f) && !strncmp(line, keys[k], strlen(keys[k]));
@@ -109,7 +110,8 @@ static int check_tournament(FILE *f, int n, int *no)
         ps_ranking r = {n, calloc((size_t)n, sizeof(ps_ranked))};
         if (!r.v) abort();
         for (int i = 0; i < n; i++) {
-            memcpy(r.v[i].ws, ws[i], sizeof ws[i]);
+            memcpy(r.v[i].ws, ws[i], sizeof r.v[i].ws);
+            memcpy(r.v[i].shape, ws[i] + PS_COST_LEVELS, sizeof r.v[i].shape);
             r.v[i].index = i;
         }
         TU_CHECK(ps_dnn_tournament(&ps_dnn_weights, &r, threads) == PS_SUCCESS, "tournament: %s",
@@ -203,6 +205,9 @@ static void cost_query(ps_context *ctx)
             seen[j] = 1;
             TU_CHECK(!memcmp(c.ws_bytes, a.ws_bytes, sizeof a.ws_bytes), "rank %d: working sets differ from Eq. 1's",
                   i + 1);
+            TU_CHECK(c.parallel_iterations == a.parallel_iterations && c.parallel_efficiency == a.parallel_efficiency &&
+                         c.reduction_steps == a.reduction_steps && c.kernel_m == a.kernel_m,
+                     "rank %d: shape statistics differ from Eq. 1's", i + 1);
         }
     }
     free(seen);

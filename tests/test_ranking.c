@@ -2,6 +2,7 @@
  * ascending ranked lists, and the plan cache serving a second create. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plan/context_impl.h"
@@ -92,6 +93,95 @@ static void deterministic(ps_context *ctx, ps_ranker ranker)
     ps_cost_report_destroy(r2);
 }
 
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* The shape statistics of every ranked variant, recomputed here from the
+ * schedule text alone: kernel from "MxNxK/B", the parallel band's trips by
+ * walking its loops (a loop over d covers ceil(left_d / tile) iterations and
+ * leaves `tile` for the loops inside), the threads' balance and the
+ * reduction's extent. */
+static void shape_statistics(ps_context *ctx)
+{
+    ps_desc d[3];
+    ps_desc_init_conv(&d[0]); /* 3x3, padded */
+    d[0].u.conv.N = 2; d[0].u.conv.C = 96; d[0].u.conv.K = 80; d[0].u.conv.H = d[0].u.conv.W = 13;
+    d[0].u.conv.R = d[0].u.conv.S = 3;
+    d[0].u.conv.pad_top = d[0].u.conv.pad_bottom = d[0].u.conv.pad_left = d[0].u.conv.pad_right = 1;
+    ps_desc_init_conv(&d[1]); /* 1x1: the image is one row of H*W pixels */
+    d[1].u.conv.N = 1; d[1].u.conv.C = 64; d[1].u.conv.K = 256; d[1].u.conv.H = d[1].u.conv.W = 28;
+    d[1].u.conv.R = d[1].u.conv.S = 1;
+    ps_desc_init_gemm(&d[2]);
+    d[2].u.gemm.M = 200; d[2].u.gemm.N = 72; d[2].u.gemm.K = 300;
+    for (int t = 0; t < 2; t++) {
+        const int threads = t ? 3 : 1;
+        for (int di = 0; di < 3; di++) {
+            ps_plan_options o;
+            ps_plan_options_init(&o);
+            o.num_threads = threads;
+            ps_cost_report *r = NULL;
+            TU_CHECK(ps_cost_query(ctx, &d[di], &o, &r) == PS_SUCCESS, "cost query: %s", ps_last_error_message());
+            if (!r) continue;
+            int bad = 0;
+            for (int i = 0; i < ps_cost_report_size(r) && !bad; i++) {
+                ps_variant_cost v;
+                ps_cost_report_get(r, i, &v);
+                int m, n, k, b, used = 0;
+                bad = sscanf(v.schedule, "%dx%dx%d/%d :%n", &m, &n, &k, &b, &used) != 4 || !used;
+                if (bad) break;
+                int64_t left[5]; /* n k oh ow c */
+                if (di < 2) {
+                    const ps_conv_desc *c = &d[di].u.conv;
+                    int64_t oh = c->H + c->pad_top + c->pad_bottom - c->R + 1, ow = c->W + c->pad_left + c->pad_right - c->S + 1;
+                    if (c->R == 1 && c->S == 1 && c->pad_top == 0) { ow = oh * ow; oh = 1; }
+                    int64_t e[5] = {c->N, cdiv(c->K, m), oh, cdiv(ow, n), cdiv(cdiv(c->C, k), b)};
+                    memcpy(left, e, sizeof e);
+                } else {
+                    const ps_gemm_desc *g = &d[di].u.gemm;
+                    int64_t e[5] = {1, cdiv(g->M, m), 1, cdiv(g->N, n), cdiv(cdiv(g->K, k), b)};
+                    memcpy(left, e, sizeof e);
+                }
+                const int64_t red = left[4];
+                static const char *const conv_names[5] = {"n", "k", "oh", "ow", "c"};
+                static const char *const gemm_names[5] = {"", "m", "", "n", "k"};
+                int64_t par = 1;
+                for (const char *p = v.schedule + used; *p && !bad;) {
+                    char tok[32];
+                    int len = 0;
+                    if (sscanf(p, " %31s%n", tok, &len) != 1) break;
+                    p += len;
+                    char *star = strchr(tok, '*');
+                    if (!star) break; /* the band ends at the first sequential loop */
+                    *star = 0;
+                    char *colon = strchr(tok, ':');
+                    int64_t tile = colon ? strtoll(colon + 1, NULL, 10) : 1;
+                    if (colon) *colon = 0;
+                    int dim = -1;
+                    for (int x = 0; x < 5; x++)
+                        if (!strcmp(tok, di < 2 ? conv_names[x] : gemm_names[x]) && *tok) dim = x;
+                    bad = dim < 0 || tile < 1;
+                    if (bad) break;
+                    par *= cdiv(left[dim], tile);
+                    if (tile < left[dim]) left[dim] = tile;
+                }
+                if (bad) break;
+                const double eff = (double)par / (double)(threads * cdiv(par, threads));
+                const int same = v.kernel_m == m && v.kernel_n == n && v.kernel_k == k && v.kernel_batch == b &&
+                                 v.parallel_iterations == par && v.parallel_efficiency == eff &&
+                                 v.reduction_steps == red;
+                TU_CHECK(same,
+                         "desc %d, %d threads, '%s': kernel %dx%dx%d/%d, %lld parallel iterations (efficiency %g), "
+                         "%lld reduction steps; from the text %lld (%g), %lld",
+                         di, threads, v.schedule, v.kernel_m, v.kernel_n, v.kernel_k, v.kernel_batch,
+                         v.parallel_iterations, v.parallel_efficiency, v.reduction_steps, (long long)par, eff,
+                         (long long)red);
+                if (!same) break; /* one report per list is enough */
+            }
+            TU_CHECK(!bad, "desc %d: a schedule text did not parse", di);
+            ps_cost_report_destroy(r);
+        }
+    }
+}
+
 static void cache(ps_context *ctx)
 {
     ps_desc d;
@@ -162,6 +252,7 @@ int main(void)
     hand_worked();
     deterministic(ctx, PS_RANKER_COST);
     deterministic(ctx, PS_RANKER_VOLUME);
+    shape_statistics(ctx);
     cache(ctx);
     ps_context_destroy(ctx);
     api_caches();

@@ -22,7 +22,9 @@
 #define CSV_HEADER                                                                                      \
     "name,N,threads,polysci_ms,onednn_ms,ratio,polysci_gflops,onednn_gflops,plan_ms,plan_warm_ms,"      \
     "default_ms,best_ms,worst_ms,chosen_rank,n_variants"
-#define DIST_HEADER "name,N,threads,rank_by_cost,schedule,ms,gflops,cost,ws_l1,ws_l2,ws_l3,ws_mem"
+#define DIST_HEADER                                                                                    \
+    "name,N,threads,rank_by_cost,schedule,ms,gflops,cost,ws_l1,ws_l2,ws_l3,ws_mem,kernel_m,kernel_n,kernel_k," \
+    "kernel_batch,par_iters,par_eff,red_steps"
 
 typedef struct bench_opts {
     ps_op_kind kind;
@@ -364,10 +366,12 @@ static int time_variants(ps_context *ctx, const bench_opts *bo, const ps_desc *d
             chosen_ms = ms[i];
         }
         if (bo->dist) {
-            /* The Alg. 2 working sets ride along: they are the DNN ranker's features. */
-            fprintf(bo->dist, "%s,%" PRId64 ",%d,%d,\"%s\",%.4f,%.2f,%.6g,%.0f,%.0f,%.0f,%.0f\n", row->name,
-                    row->batch, row->threads, v.rank, v.schedule, ms[i], row->flops / (ms[i] * 1e6), v.cost,
-                    v.ws_bytes[PS_COST_L1], v.ws_bytes[PS_COST_L2], v.ws_bytes[PS_COST_L3], v.ws_bytes[PS_COST_MEM]);
+            /* The working sets and shape statistics ride along: they are the DNN ranker's inputs. */
+            fprintf(bo->dist, "%s,%" PRId64 ",%d,%d,\"%s\",%.4f,%.2f,%.6g,%.0f,%.0f,%.0f,%.0f,%d,%d,%d,%d,%lld,%.17g,%lld\n",
+                    row->name, row->batch, row->threads, v.rank, v.schedule, ms[i], row->flops / (ms[i] * 1e6), v.cost,
+                    v.ws_bytes[PS_COST_L1], v.ws_bytes[PS_COST_L2], v.ws_bytes[PS_COST_L3], v.ws_bytes[PS_COST_MEM],
+                    v.kernel_m, v.kernel_n, v.kernel_k, v.kernel_batch, v.parallel_iterations, v.parallel_efficiency,
+                    v.reduction_steps);
             fflush(bo->dist);
         }
     }

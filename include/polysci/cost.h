@@ -9,7 +9,8 @@
  * The report lists the variants in rank order (lowest cost first).
  *
  * PS_RANKER_DNN (PolyScientist-DNN, paper §5.2.2) ranks the same variants
- * with a pairwise neural model over their Alg. 2 working sets: every
+ * with a pairwise neural model over their Alg. 2 working sets and the shape
+ * statistics below (kernel, parallel band, reduction steps): every
  * variant plays every other twice (once as each side of the pair); the
  * report lists them by most games won, then fewest lost, then Eq. 1 order
  * (docs/cost-model.md, "DNN ranker"). */
@@ -43,6 +44,16 @@ typedef struct ps_variant_cost {
                                  tournament's losses (games lost, of 2 per other
                                  variant), for comparison only: not sorted */
     double ws_bytes[PS_COST_LEVELS]; /* bytes of working sets served by L1, L2, L3, memory */
+    /* How the variant shapes the work (the DNN ranker's inputs beside the
+     * working sets): the microkernel, the parallel band's iterations and how
+     * evenly the plan's threads split them (iterations / (threads *
+     * ceil(iterations / threads))), and the reduction steps (microkernel
+     * calls along the reduction dimension, each covering kernel_k *
+     * kernel_batch of it). */
+    int kernel_m, kernel_n, kernel_k, kernel_batch;
+    long long parallel_iterations;
+    double parallel_efficiency;
+    long long reduction_steps;
 } ps_variant_cost;
 
 /* __give *out: the ranked variants for desc. opts may be NULL; its
@@ -55,7 +66,9 @@ PS_API int ps_cost_report_size(const ps_cost_report *report);
 /* Variant at rank index i (0-based; ranks ascend). */
 PS_API ps_status ps_cost_report_get(const ps_cost_report *report, int i, ps_variant_cost *out);
 /* {"n_variants": N, "variants": [{"rank": 1, "schedule": "...", "cost": c,
- *   "ws_bytes": {"L1": .., "L2": .., "L3": .., "mem": ..}}, ...]} with the
+ *   "ws_bytes": {"L1": .., "L2": .., "L3": .., "mem": ..},
+ *   "kernel": [m, n, k, batch], "parallel_iterations": .., "parallel_efficiency": ..,
+ *   "reduction_steps": ..}, ...]} with the
  * first `top` variants (all when top <= 0). snprintf-like. */
 PS_API ps_status ps_cost_report_to_json(const ps_cost_report *report, int top, char *buf, size_t len,
                                         size_t *needed);

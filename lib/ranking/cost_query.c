@@ -8,6 +8,7 @@
 #include "plan/plan_impl.h"
 #include "ranking/planner.h"
 #include "ranking/rank.h"
+#include "schedule/schedule_impl.h"
 
 struct ps_cost_report {
     ps_op_kind kind;
@@ -56,6 +57,14 @@ ps_status ps_cost_query(ps_context *ctx, const ps_desc *desc, const ps_plan_opti
         /* The tournament has no cost; its losses say how contested a place is. */
         v->cost = ranker == PS_RANKER_DNN ? (double)r.v[i].losses : r.v[i].cost;
         memcpy(v->ws_bytes, r.v[i].ws, sizeof v->ws_bytes);
+        const ps_kernel_shape *ks = &r.v[i].schedule->stages[0].kernel;
+        v->kernel_m = ks->m;
+        v->kernel_n = ks->n;
+        v->kernel_k = ks->k;
+        v->kernel_batch = ks->batch;
+        v->parallel_iterations = (long long)r.v[i].shape[PS_SHAPE_PAR_ITERS];
+        v->parallel_efficiency = r.v[i].shape[PS_SHAPE_PAR_EFF];
+        v->reduction_steps = (long long)r.v[i].shape[PS_SHAPE_RED_STEPS];
     }
     ps_ranking_release(&r);
     *out = rep;
@@ -90,8 +99,11 @@ ps_status ps_cost_report_to_json(const ps_cost_report *report, int top, char *bu
     for (int i = 0; i < n; i++) {
         const ps_variant_cost *v = &report->v[i];
         fprintf(f, "%s{\"rank\": %d, \"schedule\": \"%s\", \"cost\": %.6g, \"ws_bytes\": {\"L1\": %.0f, \"L2\": %.0f, "
-                "\"L3\": %.0f, \"mem\": %.0f}}",
-                i ? ", " : "", v->rank, v->schedule, v->cost, v->ws_bytes[0], v->ws_bytes[1], v->ws_bytes[2], v->ws_bytes[3]);
+                "\"L3\": %.0f, \"mem\": %.0f}, \"kernel\": [%d, %d, %d, %d], \"parallel_iterations\": %lld, "
+                "\"parallel_efficiency\": %.17g, \"reduction_steps\": %lld}",
+                i ? ", " : "", v->rank, v->schedule, v->cost, v->ws_bytes[0], v->ws_bytes[1], v->ws_bytes[2], v->ws_bytes[3],
+                v->kernel_m, v->kernel_n, v->kernel_k, v->kernel_batch, v->parallel_iterations, v->parallel_efficiency,
+                v->reduction_steps);
     }
     fputs("]}", f);
     if (fclose(f) != 0 || !text) {

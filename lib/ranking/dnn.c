@@ -90,13 +90,19 @@ static forward_fn pick_forward(void)
     return forward_generic;
 }
 
-void ps_dnn_features(const double a[PS_COST_LEVELS], const double b[PS_COST_LEVELS], float x[PS_DNN_IN])
+void ps_dnn_stats(const ps_ranked *v, double s[PS_DNN_STATS])
 {
-    for (int l = 0; l < PS_COST_LEVELS; l++) {
+    memcpy(s, v->ws, sizeof v->ws);
+    memcpy(s + PS_COST_LEVELS, v->shape, sizeof v->shape);
+}
+
+void ps_dnn_features(const double a[PS_DNN_STATS], const double b[PS_DNN_STATS], float x[PS_DNN_IN])
+{
+    for (int l = 0; l < PS_DNN_STATS; l++) {
         const double s = a[l] + b[l];
         /* Neither variant uses this level: a tie, not a division by zero. */
         x[l] = s > 0.0 ? (float)(a[l] / s) : 0.5f;
-        x[PS_COST_LEVELS + l] = s > 0.0 ? (float)(b[l] / s) : 0.5f;
+        x[PS_DNN_STATS + l] = s > 0.0 ? (float)(b[l] / s) : 0.5f;
     }
 }
 
@@ -144,7 +150,7 @@ int ps_dnn_game(const ps_dnn_model *m, const float x[PS_DNN_IN])
 
 /* Games (i, j) for every j: out[j] = +1 when i (as A) beats j, -1 when it
  * loses, 0 for a draw. */
-static void play_row(const ps_dnn_model *m, forward_fn fwd, const double (*ws)[PS_COST_LEVELS], int n, int i,
+static void play_row(const ps_dnn_model *m, forward_fn fwd, const double (*ws)[PS_DNN_STATS], int n, int i,
                      signed char *out)
 {
     float x[PS_DNN_IN][BATCH], z[PS_DNN_OUT][BATCH];
@@ -162,14 +168,14 @@ static void play_row(const ps_dnn_model *m, forward_fn fwd, const double (*ws)[P
 }
 
 typedef struct ws_key {
-    double ws[PS_COST_LEVELS];
+    double ws[PS_DNN_STATS];
     int pos;
 } ws_key;
 
-/* Any total order on working sets will do: only equality is used. */
+/* Any total order on statistics will do: only equality is used. */
 static int by_ws_only(const ws_key *a, const ws_key *b)
 {
-    for (int l = 0; l < PS_COST_LEVELS; l++)
+    for (int l = 0; l < PS_DNN_STATS; l++)
         if (a->ws[l] != b->ws[l]) return a->ws[l] < b->ws[l] ? -1 : 1;
     return 0;
 }
@@ -200,14 +206,14 @@ ps_status ps_dnn_tournament(const ps_dnn_model *m, ps_ranking *r, int nthreads)
         for (int i = 0; i < n; i++) r->v[i].wins = r->v[i].losses = 0;
         return PS_SUCCESS;
     }
-    /* A game's outcome depends only on the two working-set vectors, and many
+    /* A game's outcome depends only on the two statistics vectors, and many
      * variants share theirs (loop orders the analysis cannot tell apart): the
      * games are played between the distinct vectors only and counted once per
      * variant pair, which gives exactly the full round robin's tally. */
     ws_key *keys = malloc((size_t)n * sizeof *keys);
     int *cls = malloc((size_t)n * sizeof *cls);   /* class of each position */
     int *count = malloc((size_t)n * sizeof *count); /* variants per class */
-    double (*uws)[PS_COST_LEVELS] = malloc((size_t)n * sizeof *uws); /* each class's working sets */
+    double (*uws)[PS_DNN_STATS] = malloc((size_t)n * sizeof *uws); /* each class's statistics */
     int *tally = malloc(2 * (size_t)n * sizeof *tally); /* wins, then losses, per class */
     standing *st = malloc((size_t)n * sizeof *st);
     ps_ranked *sorted = malloc((size_t)n * sizeof *sorted);
@@ -215,7 +221,7 @@ ps_status ps_dnn_tournament(const ps_dnn_model *m, ps_ranking *r, int nthreads)
     int u = 0;
     if (keys && cls && count && uws && tally && st && sorted) {
         for (int i = 0; i < n; i++) {
-            memcpy(keys[i].ws, r->v[i].ws, sizeof keys[i].ws);
+            ps_dnn_stats(&r->v[i], keys[i].ws);
             keys[i].pos = i;
         }
         qsort(keys, (size_t)n, sizeof *keys, by_ws);
@@ -239,7 +245,7 @@ ps_status ps_dnn_tournament(const ps_dnn_model *m, ps_ranking *r, int nthreads)
      * over threads cannot change the result. Small fields are not worth a
      * parallel region. */
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && u >= 64)
-    for (int a = 0; a < u; a++) play_row(m, fwd, (const double(*)[PS_COST_LEVELS])uws, u, a, res + (size_t)a * u);
+    for (int a = 0; a < u; a++) play_row(m, fwd, (const double(*)[PS_DNN_STATS])uws, u, a, res + (size_t)a * u);
     /* Per class: games against every other variant, two per opponent. Against
      * its own class the input is all 0.5 in both orders, so the pair splits
      * its two games (one win, one loss each) or draws both. */

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "ranking/dnn.h"
 #include "ranking/traffic.h"
+#include "schedule/schedule_impl.h"
 
 /* Where the machine model has no numbers (it always should), rank anyway
  * with a plausible ladder rather than dividing by zero. */
@@ -63,6 +64,22 @@ double ps_rank_eq1(const ps_machine *m, const double ws[PS_COST_LEVELS])
     return cost;
 }
 
+void ps_rank_shape(const ps_desc *desc, const ps_schedule *sched, int nthreads, double shape[PS_SHAPE_COUNT])
+{
+    const ps_stage *sg = &sched->stages[0];
+    int64_t left[PS_DIM_COUNT], par = 1;
+    ps_tile_space_extents(desc, &sg->kernel, left);
+    const int64_t red = left[PS_DIM_C];
+    for (int i = 0; i < sg->n_loops && sg->loops[i].parallel; i++) par *= ps_loop_trips(&sg->loops[i], left);
+    const int64_t t = nthreads > 1 ? nthreads : 1;
+    shape[PS_SHAPE_KERNEL_M] = sg->kernel.m;
+    shape[PS_SHAPE_KERNEL_N] = sg->kernel.n;
+    shape[PS_SHAPE_KERNEL_KB] = (double)sg->kernel.k * sg->kernel.batch;
+    shape[PS_SHAPE_PAR_ITERS] = (double)par;
+    shape[PS_SHAPE_PAR_EFF] = (double)par / (double)(t * ((par + t - 1) / t));
+    shape[PS_SHAPE_RED_STEPS] = (double)red;
+}
+
 static int by_cost(const void *pa, const void *pb)
 {
     const ps_ranked *a = pa, *b = pb;
@@ -95,6 +112,7 @@ ps_status ps_rank_variants(const ps_machine *m, const ps_desc *desc, int nthread
     for (int i = 0; i < vs.n; i++) {
         ps_ranked *r = &out->v[i];
         r->index = i;
+        ps_rank_shape(desc, vs.items[i], nthreads, r->shape);
         if (ranker == PS_RANKER_VOLUME) {
             ps_traffic_estimate(m, desc, vs.items[i], nthreads, r->ws);
             r->cost = ps_traffic_cost(m, r->ws);

@@ -7,10 +7,24 @@
 #include "machine/machine.h"
 #include "variants/variants.h"
 
+/* How a variant shapes the work, beside its working sets: what the DNN
+ * ranker sees in addition to the paper's inputs (docs/cost-model.md, "DNN
+ * ranker"), and what ps_cost_query reports. */
+enum {
+    PS_SHAPE_KERNEL_M,   /* microkernel m (conv: output-channel block) */
+    PS_SHAPE_KERNEL_N,   /* microkernel n (conv: output-column block) */
+    PS_SHAPE_KERNEL_KB,  /* microkernel k * batch: reduction per call (conv: per filter tap) */
+    PS_SHAPE_PAR_ITERS,  /* iterations of the parallel band (its loops' trips multiplied; 1: none) */
+    PS_SHAPE_PAR_EFF,    /* par_iters / (threads * ceil(par_iters / threads)): balance of the split */
+    PS_SHAPE_RED_STEPS,  /* reduction steps: the tile-space extent of the reduction dimension */
+    PS_SHAPE_COUNT
+};
+
 typedef struct ps_ranked {
     ps_schedule *schedule;           /* owned */
     double cost;
     double ws[PS_COST_LEVELS];       /* Alg. 2 sums: L1, L2, L3, memory (bytes) */
+    double shape[PS_SHAPE_COUNT];    /* ps_rank_shape */
     int index;                       /* position in generation order (stable tie-break) */
     int wins, losses;                /* PS_RANKER_DNN: tournament games won and lost (else 0) */
 } ps_ranked;
@@ -25,6 +39,10 @@ typedef struct ps_ranking {
  * (cross-thread reuse cannot happen there), a shared one the set of all the
  * threads sharing it — else to memory. */
 void ps_rank_alg2(const ps_machine *m, int nthreads, const ps_analysis *a, double ws[PS_COST_LEVELS]);
+/* The PS_SHAPE_* statistics of a (valid) single-stage schedule for desc on
+ * nthreads threads (<= 1: one). The executor splits the collapsed parallel
+ * band into nthreads contiguous equal parts (lib/execution/run.c). */
+void ps_rank_shape(const ps_desc *desc, const ps_schedule *sched, int nthreads, double shape[PS_SHAPE_COUNT]);
 /* Eq. 1. */
 double ps_rank_eq1(const ps_machine *m, const double ws[PS_COST_LEVELS]);
 

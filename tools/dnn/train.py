@@ -7,13 +7,17 @@ FILE` (header name,N,threads,rank_by_cost,schedule,ms,gflops,cost,ws_l1,
 ws_l2,ws_l3,ws_mem), one row per (layer, variant). A layer is a (file, name,
 N, threads) group; its variants are compared pairwise:
 
-  input   the 8 statistics of the pair (A, B): A_l / (A_l + B_l), then
-          B_l / (A_l + B_l), for l = L1, L2, L3, mem (0/0 = 0.5)
+  input   each variant's 10 statistics: the Alg. 2 working sets (ws_l1,
+          ws_l2, ws_l3, ws_mem: the paper's 4) and the shape statistics
+          (kernel_m, kernel_n, kernel_k * kernel_batch, par_iters, par_eff,
+          red_steps: what tells apart variants with equal working sets);
+          for the pair (A, B): A_i / (A_i + B_i) for each statistic, then
+          B_i / (A_i + B_i) (0/0 = 0.5): 20 inputs
   label   class 0 when A is faster, 1 when B is; pairs whose times differ
           by less than --noise (2%) are skipped (measurement noise), and so
-          are pairs with identical working sets (the model cannot tell them
+          are pairs with identical statistics (the model cannot tell them
           apart); every pair is used in both orders (A, B) and (B, A)
-  model   8 -> 64 relu -> 32 relu -> 16 softsign -> 8 relu -> 2 softmax,
+  model   20 -> 64 relu -> 32 relu -> 16 softsign -> 8 relu -> 2 softmax,
           cross-entropy, Adam, mini-batches; float64 while training, shipped
           as float32 (what the C inference uses)
 
@@ -53,7 +57,11 @@ import numpy as np  # noqa: E402
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 LEVELS = ("ws_l1", "ws_l2", "ws_l3", "ws_mem")
-SIZES = (8, 64, 32, 16, 8, 2)
+# The shape statistics (lib/ranking/rank.h, PS_SHAPE_*); kernel_k and
+# kernel_batch enter as their product.
+SHAPE = ("kernel_m", "kernel_n", "kernel_k", "kernel_batch", "par_iters", "par_eff", "red_steps")
+N_STATS = len(LEVELS) + len(SHAPE) - 1
+SIZES = (2 * N_STATS, 64, 32, 16, 8, 2)
 ACTS = ("relu", "relu", "softsign", "relu")
 THETA = 0.6
 # ln(θ / (1 - θ)) as the C code spells it (PS_DNN_LOGIT_THRESHOLD in dnn.h).
@@ -71,7 +79,7 @@ class Layer:
         self.lset, self.name, self.N, self.threads = lset, name, n, threads
         self.rank = np.array([r[0] for r in rows], dtype=np.int64)
         self.ms = np.array([r[1] for r in rows], dtype=np.float64)
-        self.ws = np.array([r[2] for r in rows], dtype=np.float64).reshape(-1, 4)
+        self.stats = np.array([r[2] for r in rows], dtype=np.float64).reshape(-1, N_STATS)
         self.schedule = [r[3] for r in rows]
 
     @property
@@ -98,14 +106,17 @@ def load(paths):
         lset = layer_set(path)
         with open(path, newline="") as f:
             rd = csv.DictReader(f)
-            need = {"name", "N", "threads", "rank_by_cost", "schedule", "ms"} | set(LEVELS)
+            need = {"name", "N", "threads", "rank_by_cost", "schedule", "ms"} | set(LEVELS) | set(SHAPE)
             missing = need - set(rd.fieldnames or ())
             if missing:
-                sys.exit("%s: not a `polysci bench --dist` file (missing columns %s)" % (path, sorted(missing)))
+                sys.exit("%s: not a `polysci bench --dist` file (missing columns %s; files from before the shape "
+                         "columns: tools/dnn/add_stats.py)" % (path, sorted(missing)))
             for row in rd:
                 try:
                     ms = float(row["ms"])
-                    ws = [float(row[c]) for c in LEVELS]
+                    v = {c: float(row[c]) for c in LEVELS + SHAPE}
+                    ws = [v[c] for c in LEVELS] + [v["kernel_m"], v["kernel_n"], v["kernel_k"] * v["kernel_batch"],
+                                                   v["par_iters"], v["par_eff"], v["red_steps"]]
                 except ValueError:
                     continue  # a variant that was not timed
                 if not (ms > 0 and math.isfinite(ms)) or not all(math.isfinite(w) and w >= 0 for w in ws):
@@ -124,8 +135,9 @@ def load(paths):
 
 
 def features(a, b):
-    """The model input for games (a, b): arrays (..., 4) of bytes -> (..., 8)
-    float32, as ps_dnn_features computes it (division in double)."""
+    """The model input for games (a, b): arrays (..., N_STATS) of statistics
+    -> (..., 2 N_STATS) float32, as ps_dnn_features computes it (division in
+    double)."""
     s = a + b
     with np.errstate(invalid="ignore", divide="ignore"):
         fa = np.where(s > 0, a / np.where(s > 0, s, 1.0), 0.5)
@@ -133,13 +145,17 @@ def features(a, b):
     return np.concatenate([fa, fb], axis=-1).astype(np.float32)
 
 
-def layer_pairs(layer, noise):
-    """(i, j, y) for i < j: y = 0 when i is faster, 1 when j is."""
+def layer_pairs(layer, noise, focus=0.0):
+    """(i, j, y) for i < j: y = 0 when i is faster, 1 when j is. focus > 0
+    keeps only pairs whose faster variant is within focus x the layer's best
+    (the games that decide the top of the tournament)."""
     n = len(layer.ms)
     i, j = np.triu_indices(n, 1)
     ti, tj = layer.ms[i], layer.ms[j]
     keep = np.abs(ti - tj) >= noise * np.minimum(ti, tj)
-    keep &= np.any(layer.ws[i] != layer.ws[j], axis=1)
+    if focus > 0:
+        keep &= np.minimum(ti, tj) <= focus * layer.ms.min()
+    keep &= np.any(layer.stats[i] != layer.stats[j], axis=1)
     i, j = i[keep], j[keep]
     return i, j, (layer.ms[i] > layer.ms[j]).astype(np.int64)
 
@@ -187,7 +203,7 @@ def train(layers, args):
     adam = [[np.zeros_like(p) for p in layer] for layer in params]
     adam2 = [[np.zeros_like(p) for p in layer] for layer in params]
     step = 0
-    pairs = [layer_pairs(L, args.noise) for L in layers]
+    pairs = [layer_pairs(L, args.noise, args.focus) for L in layers]
     n_pairs = sum(len(p[0]) for p in pairs)
     if n_pairs == 0:
         sys.exit("no training pairs (all times within %.0f%% of each other?)" % (100 * args.noise))
@@ -199,7 +215,7 @@ def train(layers, args):
             take = rng.permutation(len(pi))[: args.pairs_per_layer]
             a, b, y = pi[take], pj[take], py[take]
             # Both orders: the model should not care which variant is A.
-            xs += [features(L.ws[a], L.ws[b]), features(L.ws[b], L.ws[a])]
+            xs += [features(L.stats[a], L.stats[b]), features(L.stats[b], L.stats[a])]
             ys += [y, 1 - y]
         x = np.concatenate(xs).astype(np.float64)
         y = np.concatenate(ys)
@@ -260,7 +276,7 @@ def games(p32, ws_a, ws_b):
 
 
 def tournament(p32, ws):
-    """ws in Eq. 1 order -> (order, wins, losses), as ps_dnn_tournament."""
+    """ws (statistics vectors) in Eq. 1 order -> (order, wins, losses), as ps_dnn_tournament."""
     n = len(ws)
     g = np.zeros((n, n), dtype=np.int64)
     rows = max(1, 65536 // max(n, 1))
@@ -282,7 +298,7 @@ def pair_accuracy(p32, layers, noise):
         if len(i) == 0:
             continue
         for a, b, yy in ((i, j, y), (j, i, 1 - y)):
-            g = games(p32, L.ws[a], L.ws[b])[0]
+            g = games(p32, L.stats[a], L.stats[b])[0]
             want = np.where(yy == 0, 1, -1)
             right += int((g == want).sum())
             wrong += int((g == -want).sum())
@@ -353,21 +369,26 @@ def write_vectors(path, p32, layers, weights_path, seed):
     out = [
         "# PolyScientist-DNN test vectors: generated by tools/dnn/train.py together with %s" % rel,
         "# (same command; see its header). Checked by tests/test_dnn.c.",
-        "# game A_L1 A_L2 A_L3 A_mem B_L1 B_L2 B_L3 B_mem | x0..x7 | p0 p1 | outcome (+1 A wins, -1 B wins, 0 draw)",
-        "# tournament N, then N lines 'v L1 L2 L3 mem' in Eq. 1 order, then 'order' (Eq. 1 positions, best first),",
+        "# statistics of a variant (ps_dnn_stats): L1 L2 L3 mem m n k*batch par_iters par_eff red_steps",
+        "# game <A's statistics> <B's statistics> | x0..x%d | p0 p1 | outcome (+1 A wins, -1 B wins, 0 draw)"
+        % (2 * N_STATS - 1),
+        "# tournament N, then N lines 'v <statistics>' in Eq. 1 order, then 'order' (Eq. 1 positions, best first),",
         "#   'wins' and 'losses' (per Eq. 1 position)",
     ]
     # Games: edge cases, then pairs from the data and random magnitudes.
-    ga = [[0, 0, 0, 0], [1000, 0, 0, 0], [0, 0, 0, 0], [4096, 65536, 1 << 20, 0], [1, 2, 3, 4]]
-    gb = [[0, 0, 0, 0], [0, 0, 0, 0], [5, 5, 5, 5], [4096, 65536, 1 << 20, 0], [4, 3, 2, 1]]
+    shape = [64, 28, 1024, 16, 1, 4]
+    ga = [[0] * N_STATS, [1000, 0, 0, 0] + shape, [0] * N_STATS, [4096, 65536, 1 << 20, 0] + shape,
+          list(range(1, N_STATS + 1))]
+    gb = [[0] * N_STATS, [0, 0, 0, 0] + shape, [5] * N_STATS, [4096, 65536, 1 << 20, 0] + shape,
+          list(range(N_STATS, 0, -1))]
     for L in layers[:8]:
         for _ in range(2):
             a, b = rng.integers(0, len(L.ms), 2)
-            ga.append(list(L.ws[a]))
-            gb.append(list(L.ws[b]))
+            ga.append(list(L.stats[a]))
+            gb.append(list(L.stats[b]))
     for _ in range(8):
-        ga.append(list(np.floor(10 ** rng.uniform(0, 9, 4)) * (rng.random(4) < 0.8)))
-        gb.append(list(np.floor(10 ** rng.uniform(0, 9, 4)) * (rng.random(4) < 0.8)))
+        ga.append(list(np.floor(10 ** rng.uniform(0, 9, N_STATS)) * (rng.random(N_STATS) < 0.8)))
+        gb.append(list(np.floor(10 ** rng.uniform(0, 9, N_STATS)) * (rng.random(N_STATS) < 0.8)))
     ga, gb = np.array(ga, dtype=np.float64), np.array(gb, dtype=np.float64)
     x = features(ga, gb)
     p = softmax2(logits32(p32, x))
@@ -375,8 +396,8 @@ def write_vectors(path, p32, layers, weights_path, seed):
     for k in range(len(ga)):
         out.append("game %s | %s | %s | %d" % (" ".join(fmt(v) for v in np.concatenate([ga[k], gb[k]])),
                                               " ".join(fmt(v) for v in x[k]), " ".join(fmt(v) for v in p[k]), g[k]))
-    # Tournaments: part of a real layer, random working sets (>= 64 distinct:
-    # the C code's threaded path) and few distinct working sets shared by many
+    # Tournaments: part of a real layer, random statistics (>= 64 distinct:
+    # the C code's threaded path) and few distinct vectors shared by many
     # variants (the C code plays distinct vectors only). Sets with a game
     # within 1e-4 of the threshold are redrawn: float32 sums in another order
     # could decide those either way.
@@ -385,11 +406,11 @@ def write_vectors(path, p32, layers, weights_path, seed):
     for n, src in ((min(80, len(big.ms)), "layer"), (72, "random"), (70, "shared")):
         for _ in range(100):
             if src == "layer":
-                ws = big.ws[np.sort(rng.choice(len(big.ms), n, replace=False))]
+                ws = big.stats[np.sort(rng.choice(len(big.ms), n, replace=False))]
             elif src == "random":
-                ws = np.floor(10 ** rng.uniform(2, 8, (n, 4))) * (rng.random((n, 4)) < 0.85)
+                ws = np.floor(10 ** rng.uniform(2, 8, (n, N_STATS))) * (rng.random((n, N_STATS)) < 0.85)
             else:
-                few = np.floor(10 ** rng.uniform(2, 8, (12, 4))) * (rng.random((12, 4)) < 0.85)
+                few = np.floor(10 ** rng.uniform(2, 8, (12, N_STATS))) * (rng.random((12, N_STATS)) < 0.85)
                 ws = few[rng.integers(0, 12, n)]
             ii, jj = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
             d = games(p32, ws[ii.ravel()], ws[jj.ravel()])[1]
@@ -438,7 +459,7 @@ def evaluate(p32, layers):
     rows = []
     for L in layers:
         best = L.ms.min()
-        order, _, _ = tournament(p32, L.ws)
+        order, _, _ = tournament(p32, L.stats)
         topk = {k: (best / L.ms[:k].min(), best / L.ms[order[:k]].min()) for k in TOP_K}
         rows.append((L, best / L.ms[0], best / L.ms[order[0]], len(L.ms), topk))
     return rows
@@ -503,6 +524,9 @@ def main():
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--pairs-per-layer", type=int, default=3000,
                     help="labelled pairs drawn per layer and epoch (default 3000; each used in both orders)")
+    ap.add_argument("--focus", type=float, default=1.5,
+                    help="train only on pairs whose faster variant is within FOCUS x the layer's best "
+                         "(default 1.5; 0: every pair)")
     ap.add_argument("--noise", type=float, default=0.02, help="skip pairs closer than this in time (default 0.02)")
     ap.add_argument("--out", default=os.path.join(REPO, "lib", "ranking", "dnn_weights.c"),
                     help="weights as C source (default lib/ranking/dnn_weights.c)")
@@ -547,7 +571,7 @@ def main():
             w = csv.writer(f)
             w.writerow(["name", "schedule"])
             for L in layers:
-                w.writerow([L.name, L.schedule[tournament(p32, L.ws)[0][0]]])
+                w.writerow([L.name, L.schedule[tournament(p32, L.stats)[0][0]]])
     r, w, d = acc
     t = max(1, r + w + d)
     shown = [os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p for p in (args.out, args.vectors)]

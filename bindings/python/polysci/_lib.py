@@ -287,6 +287,13 @@ class VariantCostC(ctypes.Structure):
         ("schedule", ctypes.c_char_p),  # owned by the report
         ("cost", ctypes.c_double),
         ("ws_bytes", ctypes.c_double * 4),  # PS_COST_L1, L2, L3, MEM
+        ("kernel_m", ctypes.c_int),
+        ("kernel_n", ctypes.c_int),
+        ("kernel_k", ctypes.c_int),
+        ("kernel_batch", ctypes.c_int),
+        ("parallel_iterations", ctypes.c_longlong),
+        ("parallel_efficiency", ctypes.c_double),
+        ("reduction_steps", ctypes.c_longlong),
     ]
 
 

@@ -270,7 +270,9 @@ class Context:
             for i in range(lib.ps_cost_report_size(rep)):
                 _check(lib.ps_cost_report_get(rep, i, ctypes.byref(v)))
                 variants.append(VariantCost(v.rank, v.schedule.decode("utf-8"), v.cost,
-                                            dict(zip(("L1", "L2", "L3", "mem"), list(v.ws_bytes)))))
+                                            dict(zip(("L1", "L2", "L3", "mem"), list(v.ws_bytes))),
+                                            (v.kernel_m, v.kernel_n, v.kernel_k, v.kernel_batch),
+                                            v.parallel_iterations, v.parallel_efficiency, v.reduction_steps))
             text = _snprintf_call(lambda buf, n, need: lib.ps_cost_report_to_json(rep, 0, buf, n, need))
         finally:
             lib.ps_cost_report_destroy(rep)
@@ -344,10 +346,14 @@ def _snprintf_call(call, size=4096):
         return buf.value.decode("utf-8")
 
 
-VariantCost = collections.namedtuple("VariantCost", "rank schedule cost ws_bytes")
+VariantCost = collections.namedtuple(
+    "VariantCost", "rank schedule cost ws_bytes kernel parallel_iterations parallel_efficiency reduction_steps")
 VariantCost.__doc__ = """One ranked candidate (ps_variant_cost): rank (1 = the
 planner's first choice), schedule (text), cost (Eq. 1, lower is better),
-ws_bytes ({"L1", "L2", "L3", "mem"}: bytes of working sets each level serves)."""
+ws_bytes ({"L1", "L2", "L3", "mem"}: bytes of working sets each level serves),
+kernel ((m, n, k, batch) of the microkernel), parallel_iterations (of the
+parallel band), parallel_efficiency (how evenly the threads split them: 1.0 =
+evenly), reduction_steps (microkernel calls along the reduction)."""
 
 
 class CostReport:

@@ -105,6 +105,12 @@ def test_cost_query(ps, ctx):
         for lvl in ("L1", "L2", "L3", "mem"):
             assert v.ws_bytes[lvl] == pytest.approx(j["ws_bytes"][lvl], abs=0.5)
             assert v.ws_bytes[lvl] >= 0
+        # The shape statistics (the tail of the struct: a layout slip shows here).
+        assert list(v.kernel) == j["kernel"]
+        assert v.kernel == tuple(int(x) for x in v.schedule.split(" ", 1)[0].replace("/", "x").split("x"))
+        assert v.parallel_iterations == j["parallel_iterations"] >= 1
+        assert v.parallel_efficiency == j["parallel_efficiency"] and 0 < v.parallel_efficiency <= 1
+        assert v.reduction_steps == j["reduction_steps"] >= 1
     # Every ranked schedule is valid for the descriptor; the best one runs.
     for i in range(len(rep)):
         rep.schedule(i).check(d)
