@@ -244,13 +244,16 @@ ps_status ps_schedule_check(const ps_schedule *sched, const ps_desc *desc)
     return PS_SUCCESS;
 }
 
-/* Block size for a dimension of extent `e`: the preferred block when it
- * divides e, else a smaller vector-friendly divisor, else e itself when small,
- * else the preferred block with a remainder. */
+/* Block size for a dimension of extent `e`: e itself when it is at most the
+ * preferred block, else the preferred block or its half when one divides e,
+ * else the preferred block with a remainder. Never a 16-wide exact divisor:
+ * on the VM 16-wide blocks ran at 0.60-0.85x of 64 plus a remainder block
+ * (K = 400, 336, 80; C = 1008, 1040, 480: docs/performance.md), while 32 and
+ * 64 plus a remainder are within 1% of each other. */
 static int pick_block(int64_t e, int pref)
 {
     if (e <= pref) return (int)e;
-    for (int b = pref; b >= 16; b /= 2)
+    for (int b = pref; b >= 32 && b >= pref / 2; b /= 2)
         if (e % b == 0) return b;
     return pref;
 }
