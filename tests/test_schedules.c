@@ -351,10 +351,13 @@ static void test_default(ps_context *ctx, const op_case *oc, const op_data *o)
     TU_OK(ps_schedule_check(s, &oc->desc));
     char text[512];
     TU_OK(ps_schedule_format(s, kind, text, sizeof text, NULL));
-    /* loops appear in the order n k oh ow c (gemm m n k), parallel ones only
-     * among n k oh ow (gemm m n) and only as the outer band */
-    static const char *conv_order[] = {"n", "k", "oh", "ow", "c"}, *gemm_order[] = {"m", "n", "k"};
-    const char **order = kind == PS_OP_GEMM ? gemm_order : conv_order;
+    /* loops appear in the order n k oh ow c (few-channel convs, C <= 16 with
+     * S > 1: n k ow oh c; gemm m n k), parallel ones only among the first four
+     * (gemm m n) and only as the outer band */
+    static const char *conv_order[] = {"n", "k", "oh", "ow", "c"}, *strip_order[] = {"n", "k", "ow", "oh", "c"},
+                      *gemm_order[] = {"m", "n", "k"};
+    const int strips = kind != PS_OP_GEMM && oc->desc.u.conv.C <= 16 && oc->desc.u.conv.S > 1;
+    const char **order = kind == PS_OP_GEMM ? gemm_order : strips ? strip_order : conv_order;
     const int n_order = kind == PS_OP_GEMM ? 3 : 5, n_par = kind == PS_OP_GEMM ? 2 : 4;
     const char *q = strchr(text, ':');
     int pos = 0, band = 1, ok = q != NULL;

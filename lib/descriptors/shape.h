@@ -14,6 +14,11 @@ typedef struct ps_conv_shape {
 } ps_conv_shape;
 
 void ps_conv_shape_of(const ps_conv_desc *d, ps_conv_shape *s);
+/* Few input channels and a wide filter: the executor expands each input row
+ * so one call reduces over S*C (filter taps x channels) instead of C alone
+ * (lib/execution/build.c; it also needs the whole C in one kernel block). */
+static inline int ps_conv_few_channels(const ps_conv_shape *s) { return s->C <= 16 && s->S > 1; }
+
 /* The user-visible output size (no canonical reshaping). */
 void ps_conv_output_dims(const ps_conv_desc *d, int64_t *OH, int64_t *OW);
 

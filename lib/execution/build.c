@@ -114,7 +114,7 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
     e->n_segs = ns;
     /* Expanded taps pay a copy of (taps x C) floats per output pixel and
      * row to turn k = C into k = taps x C: worth it only for few channels. */
-    e->expand = e->k_blocks == 1 && c->C <= 16 && c->S > 1;
+    e->expand = e->k_blocks == 1 && ps_conv_few_channels(c);
     if (e->expand) e->batch_cap = c->R;
     /* A per-thread ring of expanded rows serves walks that finish a row's
      * output-channel and column blocks before moving on; a loop over those
