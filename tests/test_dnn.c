@@ -6,7 +6,8 @@
  *    losses) on 1 and 2 threads;
  *  - determinism of ps_cost_query with PS_RANKER_DNN, and that it reports
  *    every variant once with ranks 1..n and the Eq. 1 working sets;
- *  - ps_plan_create with PS_RANKER_DNN (static, and top_k timing) runs the
+ *  - ps_plan_create with PS_RANKER_DNN (static, and top_k timing; also
+ *    PS_RANKER_DEFAULT with top_k, which times the DNN's order) runs the
  *    tournament's choice and computes the right result;
  *  - the planning time of the tournament on a ~350-variant layer (printed,
  *    not asserted). */
@@ -217,9 +218,10 @@ done:
     ps_cost_report_destroy(cost);
 }
 
-/* Plans with the DNN ranker, checks the choice against the cost query, runs
- * it against the reference. */
-static void plan(ps_context *ctx, int top_k)
+/* Plans with the DNN ranker (or the default ranker with top_k > 1, which
+ * times the DNN's first candidates), checks the choice against the DNN cost
+ * query, runs it against the reference. */
+static void plan(ps_context *ctx, ps_ranker ranker, int top_k)
 {
     ps_desc d;
     conv_shape(&d, 2, 32, 48, 10, 3);
@@ -227,12 +229,14 @@ static void plan(ps_context *ctx, int top_k)
     const ps_conv_desc *c = &d.u.conv;
     ps_plan_options o;
     ps_plan_options_init(&o);
-    o.ranker = PS_RANKER_DNN;
+    o.ranker = ranker;
     o.top_k = top_k;
     o.flags = PS_PLAN_NO_CACHE;
     ps_plan *p = NULL;
     ps_cost_report *rep = NULL;
-    TU_CHECK(ps_plan_create(ctx, &d, &o, &p) == PS_SUCCESS, "DNN plan (top_k %d): %s", top_k, ps_last_error_message());
+    TU_CHECK(ps_plan_create(ctx, &d, &o, &p) == PS_SUCCESS, "plan (ranker %d, top_k %d): %s", (int)ranker, top_k,
+             ps_last_error_message());
+    o.ranker = PS_RANKER_DNN;
     TU_CHECK(ps_cost_query(ctx, &d, &o, &rep) == PS_SUCCESS, "DNN cost query: %s", ps_last_error_message());
     if (!p || !rep) goto done;
     char text[512];
@@ -318,8 +322,9 @@ int main(int argc, char **argv)
     TU_CHECK(ps_context_create(&co, &ctx) == PS_SUCCESS, "context: %s", ps_last_error_message());
     if (ctx) {
         cost_query(ctx);
-        plan(ctx, 0);
-        plan(ctx, 3);
+        plan(ctx, PS_RANKER_DNN, 0);
+        plan(ctx, PS_RANKER_DNN, 3);
+        plan(ctx, PS_RANKER_DEFAULT, 3);
         timing(ctx);
         ps_context_destroy(ctx);
     }

@@ -34,10 +34,13 @@ typedef struct ps_plan ps_plan;
 /* How the planner orders the candidate schedules. */
 typedef enum ps_ranker {
     PS_RANKER_DEFAULT = 0, /* the option that measured best (docs/performance.md): currently
-                              PS_RANKER_NONE; cost queries treat it as PS_RANKER_COST */
+                              PS_RANKER_NONE, and PS_RANKER_DNN with top_k > 1 (its order
+                              gives the best candidates to time); cost queries treat it
+                              as PS_RANKER_COST */
     PS_RANKER_COST = 1,    /* PolyScientist cost model: Alg. 2 + Eq. 1 over isl working sets */
     PS_RANKER_DNN = 2,     /* PolyScientist-DNN: pairwise neural ranking of the variants' Alg. 2
-                              working sets, round-robin tournament (see cost.h) */
+                              working sets and shape statistics, round-robin tournament
+                              (see cost.h) */
     PS_RANKER_NONE = 3,    /* no search: the fixed-order default schedule */
     PS_RANKER_VOLUME = 4   /* Eq. 1 over estimated data volumes per level instead of
                               working-set sizes (see docs/cost-model.md) */

@@ -13,7 +13,14 @@
 /* Measured (docs/performance.md): on ResNet-50 neither static ranker beat
  * the expert kernel's fixed-order schedule, so that is the default; the
  * rankers stay one option away. Revisit when the cost model improves. */
-ps_ranker ps_planner_default_ranker(void) { return PS_RANKER_NONE; }
+ps_ranker ps_planner_default_ranker(int top_k)
+{
+    /* Static: the fixed-order schedule (no ranker's first choice measured
+     * better). Timed: the DNN's order gives the best candidates (held-out
+     * fastest-of-4: VM 0.968, Xeon 0.872 of the best variant; Eq. 1: 0.816,
+     * 0.742; docs/performance.md). */
+    return top_k > 1 ? PS_RANKER_DNN : PS_RANKER_NONE;
+}
 
 /* Operands for timing candidates: allocated once for all of them. */
 typedef struct bench_buffers {
@@ -95,7 +102,7 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
                             ps_schedule **out)
 {
     *out = NULL;
-    if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker();
+    if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker(top_k);
     if (ranker == PS_RANKER_NONE) return ps_schedule_default(desc, out);
     if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME && ranker != PS_RANKER_DNN)
         return ps_error(PS_ERR_UNSUPPORTED, "planner: ranker %d is not available in this build", (int)ranker);
