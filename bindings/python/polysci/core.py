@@ -834,7 +834,8 @@ class Plan:
     or schedule text. num_threads: 0 = the context's. ranker: "default",
     "cost" (PolyScientist cost model), "dnn" (pairwise neural ranking) or
     "none" (the fixed-order default schedule). top_k: time the k best-ranked
-    variants and the default schedule, keep the fastest (0/1: purely static). cache=False: neither
+    variants and the default schedule, keep the fastest (0/1: purely static;
+    with ranker "default" the candidates are the DNN's first k). cache=False: neither
     read nor fill the context's plan cache. The plan holds a reference to
     its context.
 
