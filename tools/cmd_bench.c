@@ -702,7 +702,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         {"threads", CLI_OPT_INT, &threads, 0, 4096, "T  threads for every implementation (default: OpenMP's)", 0},
         {"vs", CLI_OPT_STRING, &vs, 0, 0, "LIB  also time and verify against LIB: onednn", 0},
         {"ranker", CLI_OPT_STRING, &ranker_arg, 0, 0, "NAME  planner's ranker: default, cost, volume, dnn or none", 0},
-        {"top-k", CLI_OPT_INT, &top_k, 0, 1000000, "K  planner times the K best-ranked schedules, keeps the fastest", 0},
+        {"top-k", CLI_OPT_INT, &top_k, 0, 1000000, "K  time the default and the K best-ranked schedules (ranker default: DNN), keep the fastest", 0},
         {"exhaustive", CLI_OPT_FLAG, &exhaustive, 0, 0,
          "also time every ranked variant (best_ms, worst_ms, chosen_rank)", 0},
         {"dist", CLI_OPT_STRING, &dist, 0, 0,

@@ -30,7 +30,7 @@ static void common_defaults(common_args *c)
     {"schedule", CLI_OPT_STRING, &(c).schedule, 0, 0,                                                 \
      "TEXT  run exactly this schedule, e.g. \"64x28x64/4 : n* k:4* oh k ow c\"", 0},                  \
     {"ranker", CLI_OPT_STRING, &(c).ranker, 0, 0, "NAME  planner's ranker: default, cost, volume, dnn or none", 0}, \
-    {"top-k", CLI_OPT_INT, &(c).top_k, 0, 1000000, "K  time the K best-ranked schedules, keep the fastest", 0}, \
+    {"top-k", CLI_OPT_INT, &(c).top_k, 0, 1000000, "K  time the default and the K best-ranked schedules (ranker default: DNN), keep the fastest", 0}, \
     {"reps", CLI_OPT_INT, &(c).reps, 1, 1000000, "R  timed executions, median reported (default 5)", 0}, \
     {"tol", CLI_OPT_FLOAT, &(c).tol, 0, 0, "X  max error relative to max|reference| (default 1e-4)", 0}, \
     {"seed", CLI_OPT_INT, &(c).seed, 0, INT64_MAX, "S  seed of the random operands (default 1)", 0},   \
