@@ -198,6 +198,12 @@ ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sche
     } else {
         ps_tile_space_extents(desc, &e->ks, e->ext);
     }
+    /* The parallel band's iterations, counted once here for every execution
+     * (the same walk ps_rank_shape counts for the rankers). */
+    int64_t left[PS_DIM_COUNT];
+    memcpy(left, e->ext, sizeof left);
+    e->band_total = 1;
+    for (int i = 0; i < e->n_parallel; i++) e->band_total *= e->band_trips[i] = ps_loop_trips(&e->loops[i], left);
     ps_status st = desc->kind == PS_OP_GEMM ? build_gemm(e, &desc->u.gemm) : build_conv(e, &desc->u.conv);
     if (st) ps_exec_release(e);
     return st;

@@ -37,6 +37,8 @@ typedef struct ps_exec {
     int n_loops, n_parallel;   /* loops[0 .. n_parallel) form the parallel band */
     ps_loop loops[PS_SCHEDULE_MAX_LOOPS];
     int64_t ext[PS_DIM_COUNT];
+    int64_t band_trips[PS_SCHEDULE_MAX_LOOPS]; /* iterations of each parallel loop (ps_loop_trips) */
+    int64_t band_total;        /* their product: the band's iterations, split over the threads */
     int nthreads;
     int64_t batch_cap;         /* most batch entries one kernel call can have */
     int64_t m_tail;            /* size of the last output-channel block (may equal m) */

@@ -207,15 +207,7 @@ static void walk(const tile_ctx *t, tile_fn fn, int li, int64_t lo[PS_DIM_COUNT]
 static void run_thread(const tile_ctx *t, tile_fn fn, int tid, int nt)
 {
     const ps_exec *e = t->e;
-    int64_t trips[PS_SCHEDULE_MAX_LOOPS], total = 1;
-    int64_t parent[PS_DIM_COUNT];
-    for (int d = 0; d < PS_DIM_COUNT; d++) parent[d] = e->ext[d];
-    for (int i = 0; i < e->n_parallel; i++) {
-        const ps_loop *l = &e->loops[i];
-        trips[i] = (parent[l->dim] + l->tile - 1) / l->tile;
-        parent[l->dim] = l->tile;
-        total *= trips[i];
-    }
+    const int64_t *trips = e->band_trips, total = e->band_total;
     const int64_t begin = total * tid / nt, end = total * (tid + 1) / nt;
     int64_t lo[PS_DIM_COUNT], hi[PS_DIM_COUNT];
     for (int64_t it = begin; it < end; it++) {

@@ -10,17 +10,11 @@
 #include "execution/engine.h"
 #include "ranking/rank.h"
 
-/* Measured (docs/performance.md): on ResNet-50 neither static ranker beat
- * the expert kernel's fixed-order schedule, so that is the default; the
- * rankers stay one option away. Revisit when the cost model improves. */
-ps_ranker ps_planner_default_ranker(int top_k)
-{
-    /* Static: the fixed-order schedule (no ranker's first choice measured
-     * better). Timed: the DNN's order gives the best candidates (held-out
-     * fastest-of-4: VM 0.968, Xeon 0.872 of the best variant; Eq. 1: 0.816,
-     * 0.742; docs/performance.md). */
-    return top_k > 1 ? PS_RANKER_DNN : PS_RANKER_NONE;
-}
+/* Measured (docs/performance.md). Static: the expert kernel's fixed-order
+ * schedule (no ranker's first choice beat it; the DNN's matches it). Timed:
+ * the DNN's order gives the best candidates (held-out fastest-of-4: VM 0.968,
+ * Xeon 0.872 of the best variant; Eq. 1: 0.816, 0.742). */
+ps_ranker ps_planner_default_ranker(int top_k) { return top_k > 1 ? PS_RANKER_DNN : PS_RANKER_NONE; }
 
 /* Operands for timing candidates: allocated once for all of them. */
 typedef struct bench_buffers {
