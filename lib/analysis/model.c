@@ -292,8 +292,8 @@ ps_status psa_model_from_schedule(const ps_desc *desc, const ps_schedule *sched,
         m->H = c.H; m->W = c.W; m->sh = c.sh; m->sw = c.sw; m->pt = c.pt; m->pl = c.pl; m->dh = c.dh; m->dw = c.dw;
         int64_t x[PSA_NCOORD] = {c.N, c.K, c.OH, c.OW, c.C, c.R, c.S};
         memcpy(m->ext, x, sizeof x);
-        /* The executor's rule (build.c): one C block, few channels, S > 1. */
-        m->expand = ceil_div(c.C, ks->k) == 1 && c.C <= 16 && c.S > 1;
+        /* The executor's rule (build.c): one C block, ps_conv_expands. */
+        m->expand = ceil_div(c.C, ks->k) == 1 && ps_conv_expands(&c);
         unit[PS_DIM_N] = 1; unit[PS_DIM_K] = ks->m; unit[PS_DIM_OH] = 1; unit[PS_DIM_OW] = ks->n;
         unit[PS_DIM_C] = (int64_t)ks->batch * ks->k;
     } else {

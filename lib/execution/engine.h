@@ -64,6 +64,8 @@ typedef struct ps_exec {
     int expand_ring;           /* expand: rows expanded per thread on first use (the walk
                                   finishes each row's blocks first); else one whole copy
                                   X[n][ih][ow][s][c] per execution */
+    int expand_strip;          /* expand_ring whose slots hold one column block's
+                                  columns (the walk finishes a strip's rows first) */
 
     /* gemm */
     ps_gemm_shape gemm;

@@ -23,6 +23,29 @@ static void zero_tile(float *c, int64_t m, int64_t n, int64_t ldc)
     for (int64_t j = 0; j < n; j++) memset(c + j * ldc, 0, (size_t)m * sizeof *c);
 }
 
+/* Copies of a few floats (the S x C taps of one output column) as
+ * fixed-size chunks, which the compiler inlines as vector moves; the last
+ * chunk may overlap the one before. A plain loop would become a libc call per
+ * column, whose cost was ~20% of a C=3 layer. */
+static inline void copy_floats(float *restrict dst, const float *restrict src, int64_t n)
+{
+    if (n < 4) {
+        switch (n) {
+        case 3: dst[2] = src[2]; /* fall through */
+        case 2: dst[1] = src[1]; /* fall through */
+        case 1: dst[0] = src[0]; /* fall through */
+        default: return;
+        }
+    }
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) memcpy(dst + i, src + i, 8 * sizeof *dst);
+    if (i + 4 <= n) {
+        memcpy(dst + i, src + i, 4 * sizeof *dst);
+        i += 4;
+    }
+    if (i < n) memcpy(dst + n - 4, src + n - 4, 4 * sizeof *dst);
+}
+
 static void epilogue(float *c, int64_t m, int64_t n, int64_t ldc, const float *bias, int relu)
 {
     for (int64_t j = 0; j < n; j++) {
@@ -34,22 +57,24 @@ static void epilogue(float *c, int64_t m, int64_t n, int64_t ldc, const float *b
     }
 }
 
-/* X[ow][s][c] = row[ow*sw - pl + s*dw][c] for the taps inside the image;
- * the others are never read (the segments skip them). */
-static void expand_row(const ps_conv_shape *c, const float *row, float *x)
+/* X[ow - ow_lo][s][c] = row[ow*sw - pl + s*dw][c] for ow in [ow_lo, ow_hi)
+ * and the taps inside the image; the others are never read (the segments
+ * skip them). */
+static void expand_row(const ps_conv_shape *c, const float *row, float *x, int64_t ow_lo, int64_t ow_hi)
 {
-    for (int64_t ow = 0; ow < c->OW; ow++) {
+    const int64_t sc = c->S * c->C;
+    for (int64_t ow = ow_lo; ow < ow_hi; ow++) {
         const int64_t iw0 = ow * c->sw - c->pl;
-        float *xo = x + ow * c->S * c->C;
+        float *xo = x + (ow - ow_lo) * sc;
         if (c->dw == 1) {
-            /* Undilated taps are adjacent pixels: one copy per column. */
-            int64_t s_lo = iw0 < 0 ? -iw0 : 0, s_hi = c->W - iw0 < c->S ? c->W - iw0 : c->S;
-            if (s_hi > s_lo) memcpy(xo + s_lo * c->C, row + (iw0 + s_lo) * c->C, (size_t)((s_hi - s_lo) * c->C) * sizeof(float));
+            /* Undilated taps are adjacent pixels: one run per column. */
+            const int64_t s_lo = iw0 < 0 ? -iw0 : 0, s_hi = c->W - iw0 < c->S ? c->W - iw0 : c->S;
+            copy_floats(xo + s_lo * c->C, row + (iw0 + s_lo) * c->C, (s_hi - s_lo) * c->C);
             continue;
         }
         for (int64_t s = 0; s < c->S; s++) {
-            int64_t iw = iw0 + s * c->dw;
-            if (iw >= 0 && iw < c->W) memcpy(xo + s * c->C, row + iw * c->C, (size_t)c->C * sizeof(float));
+            const int64_t iw = iw0 + s * c->dw;
+            if (iw >= 0 && iw < c->W) copy_floats(xo + s * c->C, row + iw * c->C, c->C);
         }
     }
 }
@@ -59,22 +84,42 @@ static void expand_row(const ps_conv_shape *c, const float *row, float *x)
  * them all, and consecutive output rows find most of theirs already there,
  * so every input row is expanded about once per thread and the copy stays
  * in the thread's cache (a whole-tensor copy streamed 4 MB on ResNet's
- * first layer). */
+ * first layer). With exec->expand_strip a slot holds the columns of one
+ * column block only (tagged with the block), for walks that finish a
+ * column strip's rows before the next strip. */
 static int64_t ring_rows(const ps_conv_shape *c) { return (c->R - 1) * c->dh + 1; }
 static int64_t x_row_floats(const ps_conv_shape *c) { return c->OW * c->S * c->C; }
-
-/* Expanded input row ih of image n: from the whole copy, or the thread's
- * ring slot, filled on first use. */
-static const float *expanded_row(const tile_ctx *t, const ps_conv_shape *c, int64_t n, int64_t ih)
+static int64_t ring_slot_floats(const ps_exec *e)
 {
-    if (t->xsrc) return t->xsrc + (n * c->H + ih) * x_row_floats(c);
-    const int64_t slot = ih % ring_rows(c), tag = n * c->H + ih;
-    float *x = t->xring + slot * x_row_floats(c);
+    return (e->expand_strip ? e->ks.n : e->conv.OW) * e->conv.S * e->conv.C;
+}
+
+/* Expanded input row ih of image n, from the column ow_a of column block
+ * owb on: from the whole copy, or the thread's ring slot, filled on first
+ * use. */
+static const float *expanded_row(const tile_ctx *t, int64_t n, int64_t ih, int64_t owb)
+{
+    const ps_exec *e = t->e;
+    const ps_conv_shape *c = &e->conv;
+    const int64_t ow_a = owb * e->ks.n, sc = c->S * c->C;
+    if (t->xsrc) return t->xsrc + (n * c->H + ih) * x_row_floats(c) + ow_a * sc;
+    const int64_t slot = ih % ring_rows(c);
+    float *x = t->xring + slot * ring_slot_floats(e);
+    const float *row = t->src + (n * c->H + ih) * c->W * c->C;
+    if (e->expand_strip) {
+        const int64_t tag = (n * c->H + ih) * e->ext[PS_DIM_OW] + owb;
+        if (t->xtag[slot] != tag) {
+            t->xtag[slot] = tag;
+            expand_row(c, row, x, ow_a, min64(ow_a + e->ks.n, c->OW));
+        }
+        return x;
+    }
+    const int64_t tag = n * c->H + ih;
     if (t->xtag[slot] != tag) {
         t->xtag[slot] = tag;
-        expand_row(c, t->src + (n * c->H + ih) * c->W * c->C, x);
+        expand_row(c, row, x, 0, c->OW);
     }
-    return x;
+    return x + ow_a * sc;
 }
 
 /* One microkernel step of a conv: output row oh, columns of ow-block owb,
@@ -116,10 +161,10 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
             unsigned long long cnt = 0;
             if (e->expand) {
                 /* One C block; taps s_lo..s_hi-1 of a column sit side by side. */
-                const int64_t at = (sg->ow0 * c->S + sg->s_lo) * c->C;
+                const int64_t at = ((sg->ow0 - ow_a) * c->S + sg->s_lo) * c->C;
                 for (int64_t r = r_lo; r < r_hi; r++, cnt++) {
                     t->abuf[cnt] = wblk + (r * c->S + sg->s_lo) * c->C * mk;
-                    t->bbuf[cnt] = expanded_row(t, c, n, ih0 + r * c->dh) + at;
+                    t->bbuf[cnt] = expanded_row(t, n, ih0 + r * c->dh, owb) + at;
                 }
             } else
             for (int64_t r = r_lo; r < r_hi; r++) {
@@ -230,13 +275,22 @@ static void run_thread(const tile_ctx *t, tile_fn fn, int tid, int nt)
 
 static size_t align64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 
+/* Per-thread regions that hold a ring start this far apart. Two threads
+ * rewriting rings a short distance apart slow each other down although
+ * they share no line (resnet_00, 2 threads, regions 16 / 20 / 32 / 64 /
+ * 128 KiB apart: 1.90 / 1.75 / 1.42 / 1.27 / 1.27 ms; one thread: no
+ * change), as when a core's prefetcher pulls in lines the other writes. */
+#define RING_REGION_SPACING ((size_t)64 << 10)
+
 /* Per thread: the batch address lists, then (expand) the row ring and its tags. */
 static size_t thread_bytes(const ps_exec *e)
 {
     size_t b = align64(2 * (size_t)e->batch_cap * sizeof(float *));
-    if (e->kind == PS_OP_CONV_FWD && e->expand_ring)
-        b += align64((size_t)(ring_rows(&e->conv) * x_row_floats(&e->conv)) * sizeof(float)) +
+    if (e->kind == PS_OP_CONV_FWD && e->expand_ring) {
+        b += align64((size_t)(ring_rows(&e->conv) * ring_slot_floats(e)) * sizeof(float)) +
              align64((size_t)ring_rows(&e->conv) * sizeof(int64_t));
+        b = (b + RING_REGION_SPACING - 1) / RING_REGION_SPACING * RING_REGION_SPACING;
+    }
     return b;
 }
 
@@ -363,7 +417,7 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
 #pragma omp parallel for collapse(2) num_threads(e->nthreads) schedule(static)
         for (int64_t n = 0; n < c->N; n++)
             for (int64_t ih = 0; ih < c->H; ih++)
-                expand_row(c, in + (n * c->H + ih) * c->W * c->C, x + (n * c->H + ih) * x_row_floats(c));
+                expand_row(c, in + (n * c->H + ih) * c->W * c->C, x + (n * c->H + ih) * x_row_floats(c), 0, c->OW);
         base.xsrc = x;
         scratch_floats += (size_t)(c->N * c->H * x_row_floats(c));
     }
@@ -378,7 +432,7 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
         if (e->kind == PS_OP_CONV_FWD && e->expand_ring) {
             const ps_conv_shape *c = &e->conv;
             t.xring = (float *)(mine + align64(2 * (size_t)e->batch_cap * sizeof(float *)));
-            t.xtag = (int64_t *)((char *)t.xring + align64((size_t)(ring_rows(c) * x_row_floats(c)) * sizeof(float)));
+            t.xtag = (int64_t *)((char *)t.xring + align64((size_t)(ring_rows(c) * ring_slot_floats(e)) * sizeof(float)));
             for (int64_t i = 0; i < ring_rows(c); i++) t.xtag[i] = -1;
         }
         run_thread(&t, fn, tid, nt);

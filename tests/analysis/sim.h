@@ -41,7 +41,7 @@ typedef struct sim {
     int op; /* 0 conv, 1 gemm, 2 matmul */
     int64_t N, C, K, H, W, R, S, OH, OW, sh, sw, pt, pl, dh, dw;
     int64_t m, n, k, batch;
-    int expand; /* build.c: one C block, C <= 16, S > 1: input read from the copy X[n][ih][ow][s][c] */
+    int expand; /* build.c: one C block, ps_conv_expands: input read from the copy X[n][ih][ow][s][c] */
     int64_t ext[PS_DIM_COUNT];
     int nloops, npar;
     ps_loop loops[PS_SCHEDULE_MAX_LOOPS];
@@ -281,7 +281,7 @@ static inline void sim_init_conv(sim *S, const ps_conv_desc *d, const ps_schedul
     S->OW = cs.OW;
     const ps_stage *sg = &sch->stages[0];
     S->m = sg->kernel.m; S->n = sg->kernel.n; S->k = sg->kernel.k; S->batch = sg->kernel.batch;
-    S->expand = sim_cdiv(S->C, S->k) == 1 && S->C <= 16 && S->S > 1;
+    S->expand = sim_cdiv(S->C, S->k) == 1 && ps_conv_expands(&cs);
     S->ext[PS_DIM_N] = S->N;
     S->ext[PS_DIM_K] = sim_cdiv(S->K, S->m);
     S->ext[PS_DIM_OH] = S->OH;

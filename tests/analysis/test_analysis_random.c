@@ -236,6 +236,14 @@ int main(void)
                 c->pad_bottom = rr(&r, 0, c->dilation_h * (c->R - 1));
                 c->pad_left = rr(&r, 0, c->dilation_w * (c->S - 1));
                 c->pad_right = rr(&r, 0, c->dilation_w * (c->S - 1));
+                if (id % 7 == 3) { /* expanded taps (ps_conv_expands: C in one block, R*K >= 128*sh) */
+                    c->C = rr(&r, 1, ks.k); c->K = rr(&r, 43, 50); c->R = 3; c->S = rr(&r, 2, 3);
+                    c->stride_h = 1;
+                    c->pad_top = rr(&r, 0, c->dilation_h * 2);
+                    c->pad_bottom = rr(&r, 0, c->dilation_h * 2);
+                    c->pad_left = rr(&r, 0, c->dilation_w * (c->S - 1));
+                    c->pad_right = rr(&r, 0, c->dilation_w * (c->S - 1));
+                }
                 if (id % 20 == 1) { /* 1x1 stride-1 unpadded: the executor sees one row of H*W pixels */
                     c->R = c->S = c->stride_h = c->stride_w = 1;
                     c->pad_top = c->pad_bottom = c->pad_left = c->pad_right = 0;
