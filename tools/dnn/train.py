@@ -35,7 +35,9 @@ Modes:
                                     layer set, rank the held-out 30% with
                                     the tournament and the Eq. 1 cost model,
                                     write a markdown report; the shipped
-                                    weights are not touched
+                                    weights are not touched. --replicate
+                                    FILES (a second exhaustive run) also
+                                    scores the picks against it
 
 Deterministic: the same files, options and seed give a bitwise identical
 weights file (numpy only, one BLAS thread, float64 training).
@@ -465,7 +467,37 @@ def evaluate(p32, layers):
     return rows
 
 
-def report(p32, train_layers, test_layers, args, files, n_pairs):
+def retimed_scores(p32, layers, replicate):
+    """Pick efficiency scored against an independent re-timing of the same
+    variants (`replicate`: (lset, name, N, threads) -> {schedule: ms}):
+    per layer with a replicate, over the variants timed in both runs,
+    (layer, n, oracle, Eq. 1, DNN, DNN top-4), where oracle is the variant
+    that was fastest in the first run. The oracle's score is how far one
+    run's fastest variant is from another run's: the share of a pick
+    efficiency below 1 that is measurement noise."""
+    rows = []
+    for L in layers:
+        rep = replicate.get((L.lset, L.name, L.N, L.threads))
+        if not rep:
+            continue
+        common = [i for i, sch in enumerate(L.schedule) if sch in rep]
+        if len(common) < 2:
+            continue
+        t = {i: rep[L.schedule[i]] for i in common}
+        best = min(t.values())
+        order, _, _ = tournament(p32, L.stats)
+        dnn = [int(i) for i in order if int(i) in t]
+        oracle = min(common, key=lambda i: L.ms[i])
+        rows.append((L, len(common), best / t[oracle], best / t[common[0]], best / t[dnn[0]],
+                     best / min(t[i] for i in dnn[:4])))
+    return rows
+
+
+def load_replicate(paths):
+    return {(L.lset, L.name, L.N, L.threads): dict(zip(L.schedule, L.ms)) for L in load(paths)}
+
+
+def report(p32, train_layers, test_layers, args, files, n_pairs, replicate=None):
     out = []
     ev = evaluate(p32, test_layers)
     acc = pair_accuracy(p32, test_layers, args.noise)
@@ -503,6 +535,22 @@ def report(p32, train_layers, test_layers, args, files, n_pairs):
                    "%.1f%% right, %.1f%% wrong, %.1f%% draws." % (what, 100 * args.noise, r + w + d,
                                                                  100.0 * r / t, 100.0 * w / t, 100.0 * d / t))
     out.append("")
+    if replicate:
+        out.append("Scored against a second, independent exhaustive run of the same layers (%s): each ranker's "
+                   "first choice (and the DNN's fastest of 4) timed in that run, over the variants both runs "
+                   "timed. *Oracle* is the variant that was fastest in the first run: what a ranker that "
+                   "reproduced the first run's timings exactly would score (a ranker beats it only where the "
+                   "first run's fastest was lucky)."
+                   % ", ".join("`%s`" % file_id(p)[0] for p in args.replicate))
+        out.append("")
+        out.append("| layers | count | oracle | Eq. 1 | DNN | DNN top-4 |")
+        out.append("|---|---:|---:|---:|---:|---:|")
+        for what, ls in (("held-out", test_layers), ("training", train_layers)):
+            rs = retimed_scores(p32, ls, replicate)
+            if rs:
+                out.append("| %s | %d | %.3f | %.3f | %.3f | %.3f |" % (
+                    what, len(rs), *(geomean([r[j] for r in rs]) for j in range(2, 6))))
+        out.append("")
     out.append("Per held-out layer:")
     out.append("")
     out.append("| layer | set | variants | best ms | Eq. 1 pick eff. | DNN pick eff. |")
@@ -536,6 +584,9 @@ def main():
                     help="evaluate: train on the other layers only; writes --report, not --out/--vectors")
     ap.add_argument("--split-seed", type=int, default=1, help="seed of the layer split (default 1)")
     ap.add_argument("--report", help="markdown evaluation report (with --holdout-frac)")
+    ap.add_argument("--replicate", nargs="+", metavar="FILE",
+                    help="with --holdout-frac: --dist files of a second exhaustive run of the same layers; the "
+                         "report also scores the picks against it (and the first run's fastest: the noise ceiling)")
     ap.add_argument("--note", help="a line for the weights file's header (e.g. where the data came from)")
     ap.add_argument("--verbose", action="store_true", help="loss per epoch on stderr")
     ap.add_argument("--picks", help="CSV name,schedule of the trained model's first choice per layer "
@@ -545,6 +596,8 @@ def main():
         ap.error("--holdout-frac must be in [0, 1)")
     if args.report and args.holdout_frac <= 0:
         ap.error("--report needs --holdout-frac")
+    if args.replicate and args.holdout_frac <= 0:
+        ap.error("--replicate needs --holdout-frac")
 
     files = [file_id(p) for p in args.data]
     layers = load(args.data)
@@ -555,7 +608,8 @@ def main():
         if not te:
             sys.exit("nothing held out (one layer per set?)")
         params, n_pairs = train(tr, args)
-        text = report(to_f32(params), tr, te, args, files, n_pairs)
+        rep = load_replicate(args.replicate) if args.replicate else None
+        text = report(to_f32(params), tr, te, args, files, n_pairs, rep)
         sys.stdout.write(text)
         if args.report:
             with open(args.report, "w") as f:
