@@ -7,6 +7,8 @@ ctest --test-dir build --output-on-failure
 # Python binding (numpy) and the PyTorch example, against the library just built.
 # Debian's interpreter: the one python3-numpy/python3-torch belong to.
 POLYSCI_LIBRARY="$PWD/build/lib/libpolysci.so" /usr/bin/python3 -m pytest -q -p no:cacheprovider bindings/python
+# The DNN trainer's held-out evaluation on small synthetic data (numpy only).
+/usr/bin/python3 -m pytest -q -p no:cacheprovider tools/dnn
 # Install into a scratch prefix and build + run examples/consumer/ against it
 # (find_package(polysci) and pkg-config, shared and static).
 tmp=$(mktemp -d)

@@ -586,7 +586,9 @@ def main():
     ap.add_argument("--report", help="markdown evaluation report (with --holdout-frac)")
     ap.add_argument("--replicate", nargs="+", metavar="FILE",
                     help="with --holdout-frac: --dist files of a second exhaustive run of the same layers; the "
-                         "report also scores the picks against it (and the first run's fastest: the noise ceiling)")
+                         "report also scores the picks against it (and the first run's fastest: the noise floor); "
+                         "takes every file up to the next option, so put it after the data files or before "
+                         "another option")
     ap.add_argument("--note", help="a line for the weights file's header (e.g. where the data came from)")
     ap.add_argument("--verbose", action="store_true", help="loss per epoch on stderr")
     ap.add_argument("--picks", help="CSV name,schedule of the trained model's first choice per layer "

@@ -1,0 +1,131 @@
+"""Tests of the DNN trainer's held-out evaluation (tools/dnn/train.py) on small
+synthetic `polysci bench --dist` files: the report's numbers are checked
+against values computed here, in particular the --replicate table."""
+
+import csv
+import math
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAIN = os.path.join(HERE, "train.py")
+HEADER = ["name", "N", "threads", "rank_by_cost", "schedule", "ms", "gflops", "cost", "ws_l1", "ws_l2", "ws_l3",
+          "ws_mem", "kernel_m", "kernel_n", "kernel_k", "kernel_batch", "par_iters", "par_eff", "red_steps"]
+SETS = ("aset", "bset")
+LAYERS, VARIANTS = 4, 24
+
+
+def make_rows(seed):
+    """{set: [row dict]}: per layer VARIANTS variants whose time depends on
+    their statistics (so there is something to learn) plus noise."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for s in SETS:
+        rows = []
+        for li in range(LAYERS):
+            for v in range(VARIANTS):
+                ws = rng.uniform(1e3, 1e6, 4)
+                km, kn = int(rng.choice([16, 32, 64])), int(rng.choice([7, 14, 28]))
+                ms = 1.0 + ws[1] / 1e6 + 8.0 / km + 4.0 / kn + rng.uniform(0, 0.05)
+                rows.append({"name": "%s_%02d" % (s, li), "N": 2, "threads": 2, "rank_by_cost": v + 1,
+                             "schedule": "%dx%dx64/1 : v%d" % (km, kn, v), "ms": "%.4f" % ms, "gflops": 1,
+                             "cost": v, "ws_l1": ws[0], "ws_l2": ws[1], "ws_l3": ws[2], "ws_mem": ws[3],
+                             "kernel_m": km, "kernel_n": kn, "kernel_k": 64, "kernel_batch": 1,
+                             "par_iters": 8, "par_eff": 1, "red_steps": 1})
+        out[s] = rows
+    return out
+
+
+def write_sets(dirname, sets):
+    os.makedirs(dirname, exist_ok=True)
+    paths = []
+    for s, rows in sets.items():
+        p = os.path.join(dirname, "%s_N2_t2.csv" % s)
+        with open(p, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=HEADER)
+            w.writeheader()
+            w.writerows(rows)
+        paths.append(p)
+    return paths
+
+
+def run_train(args):
+    return subprocess.run([sys.executable, TRAIN, "--epochs", "2", "--pairs-per-layer", "100"] + args,
+                          capture_output=True, text=True, timeout=300)
+
+
+def replicate_table(report):
+    """{'held-out': (count, oracle, eq1, dnn, top4), 'training': ...}"""
+    rows = {}
+    for m in re.finditer(r"^\| (held-out|training) \| (\d+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$",
+                         report, re.M):
+        rows[m.group(1)] = (int(m.group(2)),) + tuple(float(x) for x in m.group(3, 4, 5, 6))
+    return rows
+
+
+def geomean(v):
+    return math.exp(sum(math.log(x) for x in v) / len(v))
+
+
+def test_identical_replicate_scores_like_the_first_run(tmp_path):
+    sets = make_rows(1)
+    data = write_sets(str(tmp_path / "run1"), sets)
+    rep = write_sets(str(tmp_path / "run2"), sets)
+    report = str(tmp_path / "r.md")
+    r = run_train(["--holdout-frac", "0.5", "--replicate"] + rep + ["--report", report] + data)
+    assert r.returncode == 0, r.stderr
+    text = open(report).read()
+    table = replicate_table(text)
+    assert set(table) == {"held-out", "training"}
+    count, oracle, eq1, dnn, top4 = table["held-out"]
+    assert count == len(SETS) * 2  # half of each set's 4 layers held out
+    assert oracle == 1.0  # the same timings: run 1's fastest is run 2's fastest
+    # The in-run columns of the overall row must agree with the replicate row.
+    m = re.search(r"^\| \*\*all\*\* \| (\d+) \| \d+ \| \*\*([\d.]+)\*\* \| \*\*([\d.]+)\*\* \|$", text, re.M)
+    assert m and int(m.group(1)) == count
+    assert (float(m.group(2)), float(m.group(3))) == (eq1, dnn)
+    assert dnn <= top4 <= 1.0
+
+
+def test_replicate_oracle_is_run1_fastest_timed_in_run2(tmp_path):
+    sets = make_rows(2)
+    data = write_sets(str(tmp_path / "run1"), sets)
+    # Run 2: every layer's run-1 fastest variant runs 1.25x slower, and one
+    # variant per layer is missing from run 2 (only variants timed in both count).
+    rep_sets, expect = {}, []
+    for s, rows in sets.items():
+        out = []
+        for name in sorted({r["name"] for r in rows}):
+            lr = [dict(r) for r in rows if r["name"] == name]
+            fastest = min(lr, key=lambda r: float(r["ms"]))
+            fastest["ms"] = "%.4f" % (1.25 * float(fastest["ms"]))
+            slowest = max(lr, key=lambda r: float(r["ms"]))
+            lr = [r for r in lr if r is not slowest]
+            best2 = min(float(r["ms"]) for r in lr)
+            expect.append((name, best2 / float(fastest["ms"])))
+            out += lr
+        rep_sets[s] = out
+    rep = write_sets(str(tmp_path / "run2"), rep_sets)
+    report = str(tmp_path / "r.md")
+    r = run_train(["--holdout-frac", "0.5", "--replicate"] + rep + ["--report", report] + data)
+    assert r.returncode == 0, r.stderr
+    table = replicate_table(open(report).read())
+    held = {m.group(1) for m in re.finditer(r"^\| ((?:aset|bset)_\d+) \(N=2", open(report).read(), re.M)}
+    assert len(held) == 4
+    want_held = geomean([e for n, e in expect if n in held])
+    want_train = geomean([e for n, e in expect if n not in held])
+    assert table["held-out"][1] == pytest.approx(want_held, abs=6e-4)
+    assert table["training"][1] == pytest.approx(want_train, abs=6e-4)
+    assert table["held-out"][1] < 1.0
+
+
+def test_replicate_needs_holdout(tmp_path):
+    data = write_sets(str(tmp_path / "run1"), make_rows(3))
+    r = run_train(data + ["--replicate"] + data)
+    assert r.returncode == 2
+    assert "--replicate needs --holdout-frac" in r.stderr
