@@ -273,13 +273,18 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
 {
     ps_kernel_shape ks;
     if (desc->kind == PS_OP_GEMM) {
-        const ps_gemm_desc *g = &desc->u.gemm;
-        /* Measured on 2048^3 and 320x3072x4096 (docs/performance.md): 48-wide
-         * column blocks and 8 reduction blocks per call beat 16-24 wide and 16. */
-        ks.m = pick_block(g->M, 64);
-        ks.n = pick_width(g->N, 48);
-        ks.k = pick_block(g->K, 64);
-        int64_t blocks = ceil_div(g->K, ks.k);
+        /* Blocks of the column-major problem the executor runs (a row-major
+         * GEMM is its transpose: M and N swap). Measured (docs/performance.md):
+         * 48-wide column blocks and 8 reduction blocks per call beat 16-24
+         * wide and 16; 48 with a remainder block rather than the widest
+         * dividing width (2048 columns: 32): K = 32 2.1-2.8 -> 1.6-1.7 ms,
+         * the other shared GEMM shapes within +-2%. */
+        ps_gemm_shape g;
+        ps_gemm_shape_of(&desc->u.gemm, &g);
+        ks.m = pick_block(g.M, 64);
+        ks.n = (int)(g.N < 48 ? g.N : 48);
+        ks.k = pick_block(g.K, 64);
+        int64_t blocks = ceil_div(g.K, ks.k);
         ks.batch = (int)(blocks < 8 ? blocks : 8);
     } else {
         ps_conv_shape c;

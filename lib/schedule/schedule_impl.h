@@ -52,8 +52,8 @@ static inline int64_t ps_loop_trips(const ps_loop *l, int64_t left[PS_DIM_COUNT]
 
 /* The expert microkernel for a descriptor (PolyScientist's hand-chosen
  * BRGEMM shape): the widest register-friendly output-channel block (<= 64,
- * a multiple of 16 dividing the extent when one exists), the widest column
- * block dividing the row (<= 28 conv, <= 48 gemm) and a 64-wide reduction
+ * a multiple of 16 dividing the extent when one exists), a column block
+ * (conv: the widest dividing the row, <= 28; gemm: 48) and a 64-wide reduction
  * block; batch = every reduction block (capped). Default schedule and
  * variant space share it, so the planner ranks outer loops only. */
 ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
