@@ -15,7 +15,10 @@ typedef struct tile_ctx {
     float *xring;               /* exec->expand_ring: this thread's expanded input rows, */
     int64_t *xtag;              /* ring slots tagged n * H + ih (-1: empty) */
     float *dst, *c;
-    const float **abuf, **bbuf; /* batch address lists, batch_cap entries each */
+    const float **abuf, **bbuf; /* batch address lists, batch_cap entries each; refilled
+                                   before every call: LIBXSMM 1.17's address-batch
+                                   kernels overwrite entries (checked: a call changed
+                                   4 of its 8 entries) */
 } tile_ctx;
 
 static void zero_tile(float *c, int64_t m, int64_t n, int64_t ldc)
