@@ -13,7 +13,8 @@ typedef struct tile_ctx {
     const float *src, *wei, *bias, *a, *b;
     const float *xsrc;          /* exec->expand without the ring: the whole copy */
     float *xring;               /* exec->expand_ring: this thread's expanded input rows, */
-    int64_t *xtag;              /* ring slots tagged n * H + ih (-1: empty) */
+    int64_t *xtag;              /* ring slots tagged n * H + ih, times the column blocks
+                                   plus the block with expand_strip (-1: empty) */
     float *dst, *c;
     const float **abuf, **bbuf; /* batch address lists, batch_cap entries each; refilled
                                    before every call: LIBXSMM 1.17's address-batch
@@ -109,20 +110,14 @@ static const float *expanded_row(const tile_ctx *t, int64_t n, int64_t ih, int64
     const int64_t slot = ih % ring_rows(c);
     float *x = t->xring + slot * ring_slot_floats(e);
     const float *row = t->src + (n * c->H + ih) * c->W * c->C;
-    if (e->expand_strip) {
-        const int64_t tag = (n * c->H + ih) * e->ext[PS_DIM_OW] + owb;
-        if (t->xtag[slot] != tag) {
-            t->xtag[slot] = tag;
-            expand_row(c, row, x, ow_a, min64(ow_a + e->ks.n, c->OW));
-        }
-        return x;
-    }
-    const int64_t tag = n * c->H + ih;
+    const int strip = e->expand_strip;
+    const int64_t tag = strip ? (n * c->H + ih) * e->ext[PS_DIM_OW] + owb : n * c->H + ih;
+    const int64_t lo = strip ? ow_a : 0, hi = strip ? min64(ow_a + e->ks.n, c->OW) : c->OW;
     if (t->xtag[slot] != tag) {
         t->xtag[slot] = tag;
-        expand_row(c, row, x, 0, c->OW);
+        expand_row(c, row, x, lo, hi);
     }
-    return x + ow_a * sc;
+    return x + (ow_a - lo) * sc;
 }
 
 /* One microkernel step of a conv: output row oh, columns of ow-block owb,
