@@ -1,6 +1,6 @@
 # ctest helper for the `polysci bench` smoke tests (cmake -P):
 #   -DCLI=<polysci> -DARGS="bench|conv|...|--csv|<file>" -DCSV=<file> -DHEADER=<first line>
-#   -DROWS=<data rows expected> [-DDIST=<file> -DDIST_HEADER=<first line>]
+#   -DROWS=<data rows expected> [-DDIST=<file> -DDIST_HEADER=<first line> [-DDIST_ROWS=<exact rows>]]
 # Runs the command (exit status must be 0), then checks the CSV's header line
 # exactly and its number of data rows; the same for the --dist file if given.
 foreach(v CLI ARGS CSV HEADER ROWS)
@@ -40,5 +40,9 @@ endfunction()
 
 check_csv("${CSV}" "${HEADER}" ${ROWS} TRUE)
 if(DEFINED DIST)
-  check_csv("${DIST}" "${DIST_HEADER}" ${ROWS} FALSE) # at least one variant per layer
+  if(DEFINED DIST_ROWS)
+    check_csv("${DIST}" "${DIST_HEADER}" ${DIST_ROWS} TRUE)
+  else()
+    check_csv("${DIST}" "${DIST_HEADER}" ${ROWS} FALSE) # at least one variant per layer
+  endif()
 endif()

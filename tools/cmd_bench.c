@@ -2,7 +2,9 @@
  * process, alternating timed trials of polysci's chosen plan, the default
  * schedule (the paper's "Microkernel" baseline) and optionally oneDNN; plan
  * creation times (cold and cache hit); with --exhaustive every ranked variant
- * is timed too, to see where the cost model's choice lands. */
+ * is timed too, to see where the cost model's choice lands; with --candidates
+ * a given list of schedules per layer joins the alternating trials (a
+ * low-noise re-timing of the front runners of an exhaustive run). */
 #include "cli.h"
 
 #include <errno.h>
@@ -37,7 +39,15 @@ typedef struct bench_opts {
     uint64_t seed;
     int progress;           /* stderr is a terminal */
     FILE *dist;             /* --dist, or NULL */
+    const struct candidate *cands; /* --candidates: schedules re-timed with the chosen plan */
+    int n_cands;
 } bench_opts;
+
+/* One --candidates row: a schedule to time for the layer called `name`. */
+typedef struct candidate {
+    char name[64];
+    char schedule[256];
+} candidate;
 
 /* One layer's results; NAN / 0 = not measured (empty CSV field). */
 typedef struct bench_row {
@@ -309,6 +319,25 @@ static int time_planning(ps_context *ctx, const bench_opts *bo, const ps_desc *d
     return CLI_OK;
 }
 
+/* One --dist row. v = NULL: a schedule that is not among the ranked variants
+ * (its rank and statistics stay empty). */
+static void dist_row(const bench_opts *bo, const bench_row *row, const ps_variant_cost *v, const char *schedule,
+                     double ms)
+{
+    if (!bo->dist) return;
+    FILE *f = bo->dist;
+    fprintf(f, "%s,%" PRId64 ",%d,", row->name, row->batch, row->threads);
+    if (v) fprintf(f, "%d", v->rank);
+    fprintf(f, ",\"%s\",%.4f,%.2f", v ? v->schedule : schedule, ms, row->flops / (ms * 1e6));
+    if (v) /* The working sets and shape statistics ride along: they are the DNN ranker's inputs. */
+        fprintf(f, ",%.6g,%.0f,%.0f,%.0f,%.0f,%d,%d,%d,%d,%lld,%.17g,%lld\n", v->cost, v->ws_bytes[PS_COST_L1],
+                v->ws_bytes[PS_COST_L2], v->ws_bytes[PS_COST_L3], v->ws_bytes[PS_COST_MEM], v->kernel_m, v->kernel_n,
+                v->kernel_k, v->kernel_batch, v->parallel_iterations, v->parallel_efficiency, v->reduction_steps);
+    else
+        fprintf(f, ",,,,,,,,,,,,\n");
+    fflush(f);
+}
+
 /* Times every ranked variant; fills best/worst/chosen_rank/n_variants and
  * writes the --dist rows. */
 static int time_variants(ps_context *ctx, const bench_opts *bo, const ps_desc *desc, const operands *o,
@@ -365,15 +394,7 @@ static int time_variants(ps_context *ctx, const bench_opts *bo, const ps_desc *d
             chosen_idx = i;
             chosen_ms = ms[i];
         }
-        if (bo->dist) {
-            /* The working sets and shape statistics ride along: they are the DNN ranker's inputs. */
-            fprintf(bo->dist, "%s,%" PRId64 ",%d,%d,\"%s\",%.4f,%.2f,%.6g,%.0f,%.0f,%.0f,%.0f,%d,%d,%d,%d,%lld,%.17g,%lld\n",
-                    row->name, row->batch, row->threads, v.rank, v.schedule, ms[i], row->flops / (ms[i] * 1e6), v.cost,
-                    v.ws_bytes[PS_COST_L1], v.ws_bytes[PS_COST_L2], v.ws_bytes[PS_COST_L3], v.ws_bytes[PS_COST_MEM],
-                    v.kernel_m, v.kernel_n, v.kernel_k, v.kernel_batch, v.parallel_iterations, v.parallel_efficiency,
-                    v.reduction_steps);
-            fflush(bo->dist);
-        }
+        dist_row(bo, row, &v, NULL, ms[i]);
     }
     progress_done(bo);
     if (n_timed > 0) {
@@ -393,6 +414,108 @@ done:
     free(samples);
     ps_cost_report_destroy(rep);
     return rc;
+}
+
+/* ---------------------------------------------------------------- --candidates */
+
+/* The runners of this layer's --candidates rows whose schedules differ from
+ * the chosen plan's and the default's (and from each other's), each checked
+ * against the reference. */
+static int setup_candidates(ps_context *ctx, const bench_opts *bo, const ps_desc *desc, const operands *o,
+                            bench_row *row, const runner *deflt, runner **out, int *n_out)
+{
+    int cap = 0;
+    for (int i = 0; i < bo->n_cands; i++) cap += !strcmp(bo->cands[i].name, row->name);
+    *out = NULL;
+    *n_out = 0;
+    if (!cap) return CLI_OK;
+    runner *v = calloc((size_t)cap, sizeof *v);
+    char (*text)[256] = malloc(((size_t)cap + 2) * sizeof *text);
+    if (!v || !text) {
+        free(v);
+        free(text);
+        return layer_oom(row->name);
+    }
+    /* Compared as the plans print them: the canonical text, whatever spelling the file used. */
+    snprintf(text[0], sizeof text[0], "%s", row->schedule);
+    cli_plan_schedule_text(deflt->plan, text[1], sizeof text[1]);
+    int n = 0, n_text = 2, rc = CLI_OK;
+    for (int i = 0; i < bo->n_cands && rc == CLI_OK; i++) {
+        const candidate *c = &bo->cands[i];
+        if (strcmp(c->name, row->name)) continue;
+        ps_schedule *sched = NULL;
+        ps_status st = ps_schedule_parse(desc->kind, c->schedule, &sched);
+        if (st != PS_SUCCESS) {
+            fprintf(stderr, "polysci bench: %s: --candidates schedule '%s' does not parse: %s%s%s\n", row->name,
+                    c->schedule, ps_status_str(st), *ps_last_error_message() ? ": " : "", ps_last_error_message());
+            rc = CLI_FAIL;
+            break;
+        }
+        rc = runner_for_schedule(&v[n], ctx, desc, sched, o, row->name);
+        ps_schedule_destroy(sched);
+        if (rc != CLI_OK) break;
+        cli_plan_schedule_text(v[n].plan, text[n_text], sizeof text[n_text]);
+        int dup = 0;
+        for (int j = 0; j < n_text && !dup; j++) dup = !strcmp(text[j], text[n_text]);
+        if (dup) {
+            runner_release(&v[n]);
+            continue;
+        }
+        char what[300];
+        snprintf(what, sizeof what, "candidate [%s]", text[n_text]);
+        if ((rc = verify(bo, &v[n], o, what, &row->err)) != CLI_OK) {
+            runner_release(&v[n]);
+            break;
+        }
+        n++;
+        n_text++;
+    }
+    free(text);
+    if (rc != CLI_OK) {
+        for (int i = 0; i < n; i++) runner_release(&v[i]);
+        free(v);
+        return rc;
+    }
+    *out = v;
+    *n_out = n;
+    return CLI_OK;
+}
+
+/* best/worst/chosen_rank/n_variants over the timed polysci schedules (ts[0]
+ * the chosen plan, ts[1] the default, then the candidates) and their --dist
+ * rows, with the ranked variant's statistics where the schedule is one. */
+static int candidate_results(ps_context *ctx, const bench_opts *bo, const ps_desc *desc, bench_row *row,
+                             timed *ts, int n)
+{
+    ps_plan_options po;
+    ps_plan_options_init(&po);
+    po.ranker = PS_RANKER_COST;
+    ps_cost_report *rep = NULL;
+    ps_status st = ps_cost_query(ctx, desc, &po, &rep);
+    if (st != PS_SUCCESS) return layer_status(row->name, "ps_cost_query", st);
+    int n_rep = ps_cost_report_size(rep), faster = 0;
+    double best = INFINITY, worst = -INFINITY;
+    int counted = 0;
+    for (int i = 0; i < n; i++) {
+        char text[256];
+        cli_plan_schedule_text(((const runner *)ts[i].arg)->plan, text, sizeof text);
+        if (i == 1 && !strcmp(text, row->schedule)) continue; /* the default is the chosen plan */
+        double ms = cli_median(ts[i].samples, bo->reps);
+        if (ms < best) best = ms;
+        if (ms > worst) worst = ms;
+        if (i > 0 && ms < row->ps_ms) faster++;
+        counted++;
+        ps_variant_cost v, *found = NULL;
+        for (int j = 0; j < n_rep && !found; j++)
+            if (ps_cost_report_get(rep, j, &v) == PS_SUCCESS && !strcmp(v.schedule, text)) found = &v;
+        dist_row(bo, row, found, text, ms);
+    }
+    ps_cost_report_destroy(rep);
+    row->best_ms = best;
+    row->worst_ms = worst;
+    row->chosen_rank = faster + 1;
+    row->n_variants = counted;
+    return CLI_OK;
 }
 
 static int bench_layer(ps_context *ctx, const bench_opts *bo, const cli_layer *layer, int layer_no,
@@ -423,9 +546,9 @@ static int bench_layer(ps_context *ctx, const bench_opts *bo, const cli_layer *l
     ps_plan *plan = NULL;
     double *samples = NULL;
     float *dn_out = NULL;
-    int n_timed = 2;
-    timed ts[3];
-    memset(ts, 0, sizeof ts);
+    int n_timed = 2, n_extra = 0;
+    timed *ts = NULL;
+    runner *extra = NULL;
 #ifdef POLYSCI_CLI_HAVE_ONEDNN
     onednn_conv *dn = NULL;
     dn_gemm dg;
@@ -529,30 +652,39 @@ static int bench_layer(ps_context *ctx, const bench_opts *bo, const cli_layer *l
         verify(bo, &deflt, &o, "the default schedule", &row->err))
         goto out;
 
-    /* Alternating trials. */
+    /* --candidates: the listed schedules join the alternating trials. */
+    if (bo->n_cands && setup_candidates(ctx, bo, desc, &o, row, &deflt, &extra, &n_extra)) goto out;
+
+    /* Alternating trials: the chosen plan, the default schedule, the
+     * candidates, oneDNN. */
     progress(bo, "[%d/%d] %s: timing", layer_no, n_layers, name);
-    if (!(samples = malloc(3 * (size_t)bo->reps * sizeof *samples))) {
+    n_timed = 2 + n_extra;
+    if (!(samples = malloc(((size_t)n_timed + 1) * (size_t)bo->reps * sizeof *samples)) ||
+        !(ts = calloc((size_t)n_timed + 1, sizeof *ts))) {
         layer_oom(name);
         goto out;
     }
-    ts[0] = (timed){run_polysci, &chosen, 0, samples};
-    ts[1] = (timed){run_polysci, &deflt, 0, samples + bo->reps};
-    ts[2] = (timed){NULL, NULL, 0, samples + 2 * (size_t)bo->reps};
+    for (int i = 0; i <= n_timed; i++) ts[i] = (timed){run_polysci, NULL, 0, samples + (size_t)i * (size_t)bo->reps};
+    ts[0].arg = &chosen;
+    ts[1].arg = &deflt;
+    for (int i = 0; i < n_extra; i++) ts[2 + i].arg = &extra[i];
 #ifdef POLYSCI_CLI_HAVE_ONEDNN
     if (bo->vs_onednn) {
-        ts[2].run = desc->kind == PS_OP_CONV_FWD ? run_onednn_conv : run_onednn_gemm;
-        ts[2].arg = desc->kind == PS_OP_CONV_FWD ? (void *)dn : (void *)&dg;
-        n_timed = 3;
+        ts[n_timed].run = desc->kind == PS_OP_CONV_FWD ? run_onednn_conv : run_onednn_gemm;
+        ts[n_timed].arg = desc->kind == PS_OP_CONV_FWD ? (void *)dn : (void *)&dg;
+        n_timed++;
     }
 #endif
     if (time_alternating(ts, n_timed, bo->reps, bo->threads, bo->min_trial_ms)) goto out;
     row->ps_ms = cli_median(ts[0].samples, bo->reps);
     row->default_ms = cli_median(ts[1].samples, bo->reps);
-    if (n_timed == 3) row->dn_ms = cli_median(ts[2].samples, bo->reps);
+    if (bo->vs_onednn) row->dn_ms = cli_median(ts[n_timed - 1].samples, bo->reps);
     progress_done(bo);
 
     rc = CLI_OK;
-    if (bo->exhaustive) {
+    if (bo->n_cands) {
+        rc = candidate_results(ctx, bo, desc, row, ts, 2 + n_extra);
+    } else if (bo->exhaustive) {
         /* The plans above are no longer needed: free their memory first. */
         runner_release(&chosen);
         runner_release(&deflt);
@@ -563,6 +695,9 @@ out:
     progress_done(bo);
     runner_release(&chosen);
     runner_release(&deflt);
+    for (int i = 0; i < n_extra; i++) runner_release(&extra[i]);
+    free(extra);
+    free(ts);
     ps_schedule_destroy(dsched);
     ps_plan_destroy(plan);
 #ifdef POLYSCI_CLI_HAVE_ONEDNN
@@ -621,7 +756,7 @@ static void table_header(const bench_opts *bo, int nw, int sw)
     printf(" %8s", "GFLOP/s");
     if (bo->vs_onednn) printf(" %8s", "dn_GF/s");
     printf(" %10s %7s %9s %9s", "default_ms", "vs_def", "plan_ms", "warm_ms");
-    if (bo->exhaustive) printf(" %10s %10s %9s", "best_ms", "worst_ms", "rank");
+    if (bo->exhaustive || bo->n_cands) printf(" %10s %10s %9s", "best_ms", "worst_ms", "rank");
     printf("  %s\n", "schedule");
 }
 
@@ -646,7 +781,7 @@ static void table_row(const bench_opts *bo, const bench_row *r, int nw, int sw)
     printf(" %8s", c[3]);
     if (bo->vs_onednn) printf(" %8s", c[4]);
     printf(" %10s %7s %9s %9s", c[5], c[6], c[7], c[8]);
-    if (bo->exhaustive) printf(" %10s %10s %9s", c[9], c[10], c[11]);
+    if (bo->exhaustive || bo->n_cands) printf(" %10s %10s %9s", c[9], c[10], c[11]);
     printf("  %s%s\n", r->schedule, r->ok ? "" : "  FAIL");
     fflush(stdout);
 }
@@ -670,6 +805,111 @@ static double geomean(const bench_row *rows, int n, size_t num_off, size_t den_o
 
 /* ---------------------------------------------------------------- command */
 
+/* Splits one CSV line into at most max fields in place (RFC 4180 quoting:
+ * "a, b" and "" inside quotes); returns the field count, -1 on a bad quote. */
+static int csv_split(char *line, char **fields, int max)
+{
+    int n = 0;
+    char *r = line, *w = line;
+    line[strcspn(line, "\r\n")] = '\0';
+    for (;;) {
+        if (n == max) return n;
+        fields[n++] = w;
+        if (*r == '"') {
+            r++;
+            for (;;) {
+                if (!*r) return -1;
+                if (*r == '"' && r[1] == '"') {
+                    *w++ = '"';
+                    r += 2;
+                } else if (*r == '"') {
+                    r++;
+                    break;
+                } else {
+                    *w++ = *r++;
+                }
+            }
+            if (*r && *r != ',') return -1;
+        } else {
+            while (*r && *r != ',') *w++ = *r++;
+        }
+        int more = *r == ',';
+        *w++ = '\0';
+        if (!more) return n;
+        r++;
+    }
+}
+
+/* --candidates FILE: a CSV with (at least) the columns name and schedule,
+ * e.g. a --dist file or tools/dnn/train.py --candidates. */
+static int read_candidates(const char *cmd, const char *path, candidate **out, int *n_out)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "polysci %s: cannot open '%s': %s\n", cmd, path, strerror(errno));
+        return CLI_FAIL;
+    }
+    char line[2048], *fld[64];
+    int col_name = -1, col_sched = -1, line_no = 1, n = 0, cap = 0, rc = CLI_OK;
+    candidate *v = NULL;
+    int nf = fgets(line, sizeof line, f) ? csv_split(line, fld, 64) : -1;
+    for (int i = 0; i < nf; i++) {
+        if (!strcmp(fld[i], "name")) col_name = i;
+        if (!strcmp(fld[i], "schedule")) col_sched = i;
+    }
+    if (col_name < 0 || col_sched < 0) {
+        fprintf(stderr, "polysci %s: %s: the first line must be a CSV header with columns 'name' and 'schedule'\n",
+                cmd, path);
+        rc = CLI_USAGE;
+    }
+    while (rc == CLI_OK && fgets(line, sizeof line, f)) {
+        line_no++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            fprintf(stderr, "polysci %s: %s:%d: line longer than %zu characters\n", cmd, path, line_no,
+                    sizeof line - 2);
+            rc = CLI_USAGE;
+            break;
+        }
+        if (line[strspn(line, " \t\r\n")] == '\0') continue;
+        nf = csv_split(line, fld, 64);
+        if (nf <= col_name || nf <= col_sched) {
+            fprintf(stderr, "polysci %s: %s:%d: %s\n", cmd, path, line_no,
+                    nf < 0 ? "unterminated quote" : "fewer fields than the header");
+            rc = CLI_USAGE;
+            break;
+        }
+        if (strlen(fld[col_name]) >= sizeof v->name || strlen(fld[col_sched]) >= sizeof v->schedule) {
+            fprintf(stderr, "polysci %s: %s:%d: name or schedule too long\n", cmd, path, line_no);
+            rc = CLI_USAGE;
+            break;
+        }
+        if (n == cap) {
+            candidate *t = realloc(v, (size_t)(cap = cap ? 2 * cap : 64) * sizeof *v);
+            if (!t) {
+                fprintf(stderr, "polysci %s: out of memory\n", cmd);
+                rc = CLI_FAIL;
+                break;
+            }
+            v = t;
+        }
+        snprintf(v[n].name, sizeof v[n].name, "%s", fld[col_name]);
+        snprintf(v[n].schedule, sizeof v[n].schedule, "%s", fld[col_sched]);
+        n++;
+    }
+    fclose(f);
+    if (rc == CLI_OK && n == 0) {
+        fprintf(stderr, "polysci %s: %s: no candidate rows\n", cmd, path);
+        rc = CLI_USAGE;
+    }
+    if (rc != CLI_OK) {
+        free(v);
+        return rc;
+    }
+    *out = v;
+    *n_out = n;
+    return CLI_OK;
+}
+
 static FILE *open_out(const char *path, const char *header)
 {
     FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
@@ -691,7 +931,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
 {
     const char *cmd = kind == PS_OP_CONV_FWD ? "bench conv" : "bench gemm";
     const char *layers_arg = NULL, *vs = NULL, *ranker_arg = "default", *csv = NULL, *dist = NULL;
-    const char *only = NULL, *mode_arg = "any";
+    const char *only = NULL, *mode_arg = "any", *cands_arg = NULL;
     int64_t batch = 2, threads = 0, reps = 11, variant_reps = 3, plan_reps = 3, seed = 1, top_k = 0;
     double min_ms = 20.0, tol = 1e-4;
     int exhaustive = 0;
@@ -705,8 +945,11 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         {"top-k", CLI_OPT_INT, &top_k, 0, 1000000, "K  time the default and the K best-ranked schedules (ranker default: DNN), keep the fastest", 0},
         {"exhaustive", CLI_OPT_FLAG, &exhaustive, 0, 0,
          "also time every ranked variant (best_ms, worst_ms, chosen_rank)", 0},
+        {"candidates", CLI_OPT_STRING, &cands_arg, 0, 0,
+         "FILE  CSV with columns name,schedule: per layer, also time these schedules in the alternating "
+         "trials (best_ms, worst_ms, chosen_rank among them)", 0},
         {"dist", CLI_OPT_STRING, &dist, 0, 0,
-         "FILE  with --exhaustive: one CSV row per (layer, variant) for plots", 0},
+         "FILE  with --exhaustive or --candidates: one CSV row per (layer, timed schedule) for plots", 0},
         {"reps", CLI_OPT_INT, &reps, 1, 100000, "R  alternating trials per implementation, median (default 11)", 0},
         {"variant-reps", CLI_OPT_INT, &variant_reps, 1, 100000,
          "R  trials per variant with --exhaustive, median (default 3)", 0},
@@ -755,8 +998,12 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         return CLI_USAGE;
     }
 #endif
-    if (dist && !exhaustive) {
-        fprintf(stderr, "polysci %s: --dist needs --exhaustive\n", cmd);
+    if (dist && !exhaustive && !cands_arg) {
+        fprintf(stderr, "polysci %s: --dist needs --exhaustive or --candidates\n", cmd);
+        return CLI_USAGE;
+    }
+    if (exhaustive && cands_arg) {
+        fprintf(stderr, "polysci %s: --exhaustive and --candidates exclude each other\n", cmd);
         return CLI_USAGE;
     }
     if (min_ms < 0.0 || tol < 0.0) {
@@ -789,15 +1036,24 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         return CLI_USAGE;
     }
 
+    candidate *cands = NULL;
+    int n_cands = 0;
+    if (cands_arg && (rc = read_candidates(cmd, cands_arg, &cands, &n_cands)) != CLI_OK) {
+        free(layers);
+        return rc;
+    }
+
     ps_context *ctx = NULL;
     if (cli_context_create((int)threads, &ctx) != CLI_OK) {
+        free(cands);
         free(layers);
         return CLI_FAIL;
     }
     bench_opts bo = {.kind = kind, .threads = ps_context_num_threads(ctx), .ranker = (ps_ranker)ranker,
                      .top_k = (int)top_k, .vs_onednn = vs != NULL, .onednn_mode = mode, .exhaustive = exhaustive, .reps = (int)reps,
                      .variant_reps = (int)variant_reps, .plan_reps = (int)plan_reps, .min_trial_ms = min_ms,
-                     .tol = tol, .seed = (uint64_t)seed, .progress = cli_progress_enabled(), .dist = NULL};
+                     .tol = tol, .seed = (uint64_t)seed, .progress = cli_progress_enabled(), .dist = NULL,
+                     .cands = cands, .n_cands = n_cands};
     FILE *csv_f = NULL;
     bench_row *rows = calloc((size_t)n_sel, sizeof *rows);
     rc = CLI_OK;
@@ -810,6 +1066,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     if (rc) {
         close_out(csv_f);
         free(rows);
+        free(cands);
         free(layers);
         ps_context_destroy(ctx);
         return rc;
@@ -819,14 +1076,16 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     printf("%d layer%s%s, %d thread%s, ranker %s; %d alternating trials x >= %g ms, medians%s%s\n", n_sel,
            n_sel == 1 ? "" : "s", kind == PS_OP_CONV_FWD ? ", NHWC/KCRS" : ", row-major", bo.threads,
            bo.threads == 1 ? "" : "s", cli_ranker_names[ranker], bo.reps, min_ms, vs ? "; vs oneDNN" : "",
-           exhaustive ? "; every ranked variant timed too" : "");
+           exhaustive ? "; every ranked variant timed too" : cands ? "; --candidates in the alternating trials" : "");
     if (kind == PS_OP_CONV_FWD) printf("conv batch N=%" PRId64 "\n", batch);
 #ifdef POLYSCI_CLI_HAVE_ONEDNN
     if (vs) printf("oneDNN %s%s\n", onednn_version_string(),
                    kind == PS_OP_CONV_FWD ? (mode ? ", plain nhwc src/dst" : ", `any` (blocked) layouts") : ", dnnl_sgemm");
 #endif
     printf("ratio = onednn_ms / polysci_ms, vs_def = default_ms / polysci_ms (> 1: polysci's choice faster)%s\n\n",
-           exhaustive ? "; rank = place of the chosen schedule among all variants by time" : "");
+           exhaustive ? "; rank = place of the chosen schedule among all variants by time"
+           : cands    ? "; rank = place of the chosen schedule among the timed schedules"
+                      : "");
     int nw = 12, sw = 12;
     for (int i = 0; i < n_sel; i++) {
         char shp[96];
@@ -863,6 +1122,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     close_out(csv_f);
     close_out(bo.dist);
     free(rows);
+    free(cands);
     free(layers);
     ps_context_destroy(ctx);
     return n_fail ? CLI_FAIL : CLI_OK;
