@@ -129,3 +129,88 @@ def test_replicate_needs_holdout(tmp_path):
     r = run_train(data + ["--replicate"] + data)
     assert r.returncode == 2
     assert "--replicate needs --holdout-frac" in r.stderr
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_candidates_are_the_front_runners(tmp_path):
+    sets = make_rows(4)
+    data = write_sets(str(tmp_path / "run1"), sets)
+    cands = str(tmp_path / "c.csv")
+    r = run_train(["--holdout-frac", "0.5", "--candidates", cands, "--candidates-top", "3"] + data)
+    assert r.returncode == 0, r.stderr
+    rows = read_csv(cands)
+    assert set(rows[0]) == {"name", "schedule", "why"}
+    assert len({(c["name"], c["schedule"]) for c in rows}) == len(rows)  # each schedule once per layer
+    for s, lrows in sets.items():
+        for name in sorted({x["name"] for x in lrows}):
+            mine = [c for c in rows if c["name"] == name]
+            have = {c["schedule"] for c in mine}
+            lr = sorted((x for x in lrows if x["name"] == name), key=lambda x: float(x["ms"]))
+            assert {x["schedule"] for x in lr[:3]} <= have  # the 3 fastest
+            assert next(x["schedule"] for x in lrows if x["name"] == name and x["rank_by_cost"] == 1) in have
+            # the DNN's four first choices lead, in order (a repeat would be listed once)
+            assert [c["why"] for c in mine[:4]] == ["dnn1", "dnn2", "dnn3", "dnn4"]
+            assert len(mine) <= 4 + 1 + 3
+
+
+def retimed_table(report):
+    """{'held-out': (count, oracle, two-run oracle or None, eq1, dnn, top4), ...} of the --retimed table."""
+    rows = {}
+    for m in re.finditer(r"^\| (held-out|training) \| (\d+) \| ([\d.]+) \| ([\d.]+|-) \| ([\d.]+) \| ([\d.]+) \| "
+                         r"([\d.]+) \|$", report, re.M):
+        two = None if m.group(4) == "-" else float(m.group(4))
+        rows[m.group(1)] = (int(m.group(2)), float(m.group(3)), two) + tuple(float(x) for x in m.group(5, 6, 7))
+    return rows
+
+
+def test_retimed_scores_against_the_retimed_best(tmp_path):
+    sets = make_rows(5)
+    data = write_sets(str(tmp_path / "run1"), sets)
+    # The re-timing: every variant at its run-1 time, except that each layer's
+    # run-1 fastest runs 1.2x slower and Eq. 1's first choice 0.9x (faster).
+    expect = {}
+    rt_sets = {}
+    for s, rows in sets.items():
+        out = []
+        for name in sorted({x["name"] for x in rows}):
+            lr = [dict(x) for x in rows if x["name"] == name]
+            fastest = min(lr, key=lambda x: float(x["ms"]))
+            first = next(x for x in lr if x["rank_by_cost"] == 1)
+            fastest["ms"] = "%.6f" % (1.2 * float(fastest["ms"]))
+            if first is not fastest:
+                first["ms"] = "%.6f" % (0.9 * float(first["ms"]))
+            best = min(float(x["ms"]) for x in lr)
+            expect[name] = (best / float(fastest["ms"]), best / float(first["ms"]))
+            out += lr
+        rt_sets[s] = out
+    rt = write_sets(str(tmp_path / "retimed"), rt_sets)
+    report = str(tmp_path / "r.md")
+    r = run_train(["--holdout-frac", "0.5", "--retimed"] + rt + ["--report", report] + data)
+    assert r.returncode == 0, r.stderr
+    text = open(report).read()
+    table = retimed_table(text)
+    held = {m.group(1) for m in re.finditer(r"^\| ((?:aset|bset)_\d+) \(N=2", text, re.M)}
+    assert len(held) == 4 and set(table) == {"held-out", "training"}
+    for what, names in (("held-out", held), ("training", set(expect) - held)):
+        count, oracle, two, eq1, dnn, top4 = table[what]
+        assert count == len(names) and two is None  # no --replicate: no two-run oracle
+        assert oracle == pytest.approx(geomean([expect[n][0] for n in names]), abs=6e-4)
+        assert eq1 == pytest.approx(geomean([expect[n][1] for n in names]), abs=6e-4)
+        assert dnn <= top4 <= 1.0
+    assert table["held-out"][1] < 0.98  # the 1.2x slowdown is seen
+
+
+def test_average_takes_the_geometric_mean():
+    sys.path.insert(0, HERE)
+    try:
+        import train
+    finally:
+        sys.path.pop(0)
+    stats = [0.0] * train.N_STATS
+    L = train.Layer("aset", "aset_00", 2, 2, [(1, 1.0, stats, "a"), (2, 4.0, stats, "b"), (3, 2.0, stats, "c")])
+    train.average([L], {("aset", "aset_00", 2, 2): {"a": 4.0, "b": 1.0}})  # c not in the second run
+    assert list(L.ms) == pytest.approx([2.0, 2.0, 2.0])

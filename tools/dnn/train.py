@@ -37,7 +37,11 @@ Modes:
                                     write a markdown report; the shipped
                                     weights are not touched. --replicate
                                     FILES (a second exhaustive run) also
-                                    scores the picks against it
+                                    scores the picks against it; --retimed
+                                    FILES (polysci bench --candidates) scores
+                                    them against a low-noise re-timing
+  --candidates FILE (either mode)   per layer, the schedules worth that
+                                    re-timing (tools/dnn/retime.sh)
 
 Deterministic: the same files, options and seed give a bitwise identical
 weights file (numpy only, one BLAS thread, float64 training).
@@ -497,7 +501,100 @@ def load_replicate(paths):
     return {(L.lset, L.name, L.N, L.threads): dict(zip(L.schedule, L.ms)) for L in load(paths)}
 
 
-def report(p32, train_layers, test_layers, args, files, n_pairs, replicate=None):
+def load_retimed(paths):
+    """`polysci bench --candidates ... --dist` files: (lset, name, N, threads)
+    -> {schedule: ms}. Rows need only name, N, threads, schedule and ms (a
+    re-timed schedule need not be a ranked variant)."""
+    out = {}
+    for path in paths:
+        lset = layer_set(path)
+        with open(path, newline="") as f:
+            rd = csv.DictReader(f)
+            missing = {"name", "N", "threads", "schedule", "ms"} - set(rd.fieldnames or ())
+            if missing:
+                sys.exit("%s: not a `polysci bench --dist` file (missing columns %s)" % (path, sorted(missing)))
+            for row in rd:
+                try:
+                    ms = float(row["ms"])
+                except ValueError:
+                    continue
+                if ms > 0 and math.isfinite(ms):
+                    key = (lset, row["name"], int(row["N"] or 0), int(row["threads"]))
+                    out.setdefault(key, {})[row["schedule"]] = ms
+    if not out:
+        sys.exit("no usable rows in %s" % " ".join(paths))
+    return out
+
+
+def retimed_picks(p32, layers, retimed, replicate=None):
+    """Pick efficiency against a low-noise re-timing of each layer's front
+    runners (`retimed`: the schedules of train.py --candidates, timed in
+    interleaved trials by polysci bench --candidates). Per layer whose picks
+    were all re-timed: (layer, n re-timed, oracle, Eq. 1, DNN, DNN top-4,
+    two-run oracle or None); best = the fastest re-timed schedule. Oracle:
+    the first run's fastest variant; two-run oracle: the fastest by the mean
+    of the first run and `replicate`. Also returns the layers left out (a
+    pick not re-timed)."""
+    rows, missing = [], []
+    for L in layers:
+        t = retimed.get((L.lset, L.name, L.N, L.threads))
+        order, _, _ = tournament(p32, L.stats)
+        picks = [int(np.argmin(L.ms)), 0] + [int(i) for i in order[:4]]
+        if not t or any(L.schedule[i] not in t for i in picks):
+            missing.append(L)
+            continue
+        best = min(t.values())
+        two = None
+        rep = replicate.get((L.lset, L.name, L.N, L.threads)) if replicate else None
+        if rep:
+            both = [i for i, sch in enumerate(L.schedule) if sch in rep]
+            if both:
+                j = min(both, key=lambda i: L.ms[i] + rep[L.schedule[i]])
+                two = best / t[L.schedule[j]] if L.schedule[j] in t else None
+        eff = [best / t[L.schedule[i]] for i in picks[:3]]
+        rows.append((L, len(t), eff[0], eff[1], eff[2], best / min(t[L.schedule[i]] for i in picks[2:]), two))
+    return rows, missing
+
+
+def average(layers, runs):
+    """Replaces each variant's time by the geometric mean of its time and its
+    time in `runs` (load_replicate's form), where timed there."""
+    for L in layers:
+        rep = runs.get((L.lset, L.name, L.N, L.threads))
+        if rep:
+            for i, sch in enumerate(L.schedule):
+                if sch in rep:
+                    L.ms[i] = math.sqrt(L.ms[i] * rep[sch])
+
+
+def write_candidates(path, p32, layers, top, replicate=None):
+    """Per layer, the schedules worth re-timing: the `top` fastest of the
+    data (and of `replicate`), the Eq. 1 first choice and the DNN's four first
+    (columns name, schedule, why; rows of other splits may be appended: the
+    bench times each schedule of a layer once)."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["name", "schedule", "why"])
+        for L in layers:
+            seen = set()
+
+            def put(sch, why):
+                if sch not in seen:
+                    seen.add(sch)
+                    w.writerow([L.name, sch, why])
+            order, _, _ = tournament(p32, L.stats)
+            for k, i in enumerate(order[:4]):
+                put(L.schedule[int(i)], "dnn%d" % (k + 1))
+            put(L.schedule[0], "eq1")
+            for i in np.argsort(L.ms, kind="stable")[:top]:
+                put(L.schedule[int(i)], "fastest")
+            rep = replicate.get((L.lset, L.name, L.N, L.threads)) if replicate else None
+            if rep:
+                for sch in sorted(rep, key=lambda s: rep[s])[:top]:
+                    put(sch, "replicate_fastest")
+
+
+def report(p32, train_layers, test_layers, args, files, n_pairs, replicate=None, retimed=None):
     out = []
     ev = evaluate(p32, test_layers)
     acc = pair_accuracy(p32, test_layers, args.noise)
@@ -551,12 +648,41 @@ def report(p32, train_layers, test_layers, args, files, n_pairs, replicate=None)
                 out.append("| %s | %d | %.3f | %.3f | %.3f | %.3f |" % (
                     what, len(rs), *(geomean([r[j] for r in rs]) for j in range(2, 6))))
         out.append("")
+    rt = {}
+    if retimed:
+        out.append("Scored against a low-noise re-timing (%s): each layer's front runners (the fastest variants of "
+                   "the exhaustive run%s, the Eq. 1 and DNN first choices of every split's model) timed again in one "
+                   "process, in interleaved trials (`polysci bench --candidates`); best = the fastest of them. "
+                   "*Oracle*: the exhaustive run's fastest variant%s."
+                   % (", ".join("`%s`" % file_id(p)[0] for p in args.retimed),
+                      "s (and of the replicate)" if replicate else "",
+                      "; *two-run oracle*: the fastest by the mean of both exhaustive runs" if replicate else ""))
+        out.append("")
+        out.append("| layers | count | oracle | two-run oracle | Eq. 1 | DNN | DNN top-4 |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|")
+        for what, ls in (("held-out", test_layers), ("training", train_layers)):
+            rs, miss = retimed_picks(p32, ls, retimed, replicate)
+            rt.update({id(r[0]): r for r in rs})
+            if rs:
+                two = [r[6] for r in rs if r[6] is not None]
+                out.append("| %s | %d | %.3f | %s | %.3f | %.3f | %.3f |" % (
+                    what, len(rs), geomean([r[2] for r in rs]), "%.3f" % geomean(two) if two else "-",
+                    *(geomean([r[j] for r in rs]) for j in range(3, 6))))
+            if miss:
+                out.append("| %s, not re-timed | %d | | | | | |" % (what, len(miss)))
+        out.append("")
     out.append("Per held-out layer:")
     out.append("")
-    out.append("| layer | set | variants | best ms | Eq. 1 pick eff. | DNN pick eff. |")
-    out.append("|---|---|---:|---:|---:|---:|")
+    out.append("| layer | set | variants | best ms | Eq. 1 pick eff. | DNN pick eff. |%s" % (
+        " re-timed: best ms | Eq. 1 | DNN |" if retimed else ""))
+    out.append("|---|---|---:|---:|---:|---:|%s" % ("---:|---:|---:|" if retimed else ""))
     for L, e1, ed, n, _ in ev:
-        out.append("| %s | %s | %d | %.4f | %.3f | %.3f |" % (L.label, L.lset, n, L.ms.min(), e1, ed))
+        extra = ""
+        if retimed:
+            r = rt.get(id(L))
+            extra = " %.4f | %.3f | %.3f |" % (min(retimed[(L.lset, L.name, L.N, L.threads)].values()), r[3], r[4]) \
+                if r else " - | - | - |"
+        out.append("| %s | %s | %d | %.4f | %.3f | %.3f |%s" % (L.label, L.lset, n, L.ms.min(), e1, ed, extra))
     return "\n".join(out) + "\n"
 
 
@@ -589,6 +715,20 @@ def main():
                          "report also scores the picks against it (and the first run's fastest: the noise floor); "
                          "takes every file up to the next option, so put it after the data files or before "
                          "another option")
+    ap.add_argument("--retimed", nargs="+", metavar="FILE",
+                    help="with --holdout-frac: --dist files of `polysci bench --candidates` (a low-noise re-timing "
+                         "of the front runners); the report also scores the picks against them (takes every file "
+                         "up to the next option, like --replicate)")
+    ap.add_argument("--average", nargs="+", metavar="FILE",
+                    help="more exhaustive runs of the same layers: each variant's time becomes the geometric mean "
+                         "of its times in the data and these files (less noisy labels; takes every file up to the "
+                         "next option)")
+    ap.add_argument("--candidates", metavar="FILE",
+                    help="CSV name,schedule,why per layer: the --candidates-top fastest variants (of the data and "
+                         "of --replicate), the Eq. 1 and the trained model's four first choices; the input of "
+                         "`polysci bench --candidates` (docs/performance.md, selection quality)")
+    ap.add_argument("--candidates-top", type=int, default=6, metavar="K",
+                    help="fastest variants per layer and run in --candidates (default 6)")
     ap.add_argument("--note", help="a line for the weights file's header (e.g. where the data came from)")
     ap.add_argument("--verbose", action="store_true", help="loss per epoch on stderr")
     ap.add_argument("--picks", help="CSV name,schedule of the trained model's first choice per layer "
@@ -598,11 +738,15 @@ def main():
         ap.error("--holdout-frac must be in [0, 1)")
     if args.report and args.holdout_frac <= 0:
         ap.error("--report needs --holdout-frac")
-    if args.replicate and args.holdout_frac <= 0:
-        ap.error("--replicate needs --holdout-frac")
+    if args.retimed and args.holdout_frac <= 0:
+        ap.error("--retimed needs --holdout-frac")
+    if args.replicate and args.holdout_frac <= 0 and not args.candidates:
+        ap.error("--replicate needs --holdout-frac or --candidates")
 
-    files = [file_id(p) for p in args.data]
+    files = [file_id(p) for p in args.data] + [file_id(p) for p in args.average or ()]
     layers = load(args.data)
+    if args.average:
+        average(layers, load_replicate(args.average))
     if args.holdout_frac > 0:
         held = split(layers, args.holdout_frac, args.split_seed)
         tr = [L for L in layers if (L.lset, L.name) not in held]
@@ -611,7 +755,10 @@ def main():
             sys.exit("nothing held out (one layer per set?)")
         params, n_pairs = train(tr, args)
         rep = load_replicate(args.replicate) if args.replicate else None
-        text = report(to_f32(params), tr, te, args, files, n_pairs, rep)
+        rtm = load_retimed(args.retimed) if args.retimed else None
+        if args.candidates:
+            write_candidates(args.candidates, to_f32(params), layers, args.candidates_top, rep)
+        text = report(to_f32(params), tr, te, args, files, n_pairs, rep, rtm)
         sys.stdout.write(text)
         if args.report:
             with open(args.report, "w") as f:
@@ -622,6 +769,9 @@ def main():
     acc = pair_accuracy(p32, layers, args.noise)
     write_weights(args.out, p32, args, files, len(layers), n_pairs, acc)
     write_vectors(args.vectors, p32, layers, args.out, args.seed)
+    if args.candidates:
+        write_candidates(args.candidates, p32, layers, args.candidates_top,
+                         load_replicate(args.replicate) if args.replicate else None)
     if args.picks:
         with open(args.picks, "w", newline="") as f:
             w = csv.writer(f)
