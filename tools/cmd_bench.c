@@ -338,17 +338,25 @@ static void dist_row(const bench_opts *bo, const bench_row *row, const ps_varian
     fflush(f);
 }
 
+/* The ranked variants in Eq. 1 order (what --exhaustive times, and where
+ * --dist finds a schedule's statistics). */
+static int ranked_variants(ps_context *ctx, const ps_desc *desc, const char *layer, ps_cost_report **rep)
+{
+    ps_plan_options po;
+    ps_plan_options_init(&po);
+    po.ranker = PS_RANKER_COST;
+    ps_status st = ps_cost_query(ctx, desc, &po, rep);
+    return st == PS_SUCCESS ? CLI_OK : layer_status(layer, "ps_cost_query", st);
+}
+
 /* Times every ranked variant; fills best/worst/chosen_rank/n_variants and
  * writes the --dist rows. */
 static int time_variants(ps_context *ctx, const bench_opts *bo, const ps_desc *desc, const operands *o,
                          bench_row *row, int layer_no, int n_layers)
 {
-    ps_plan_options po;
-    ps_plan_options_init(&po);
-    po.ranker = PS_RANKER_COST;
     ps_cost_report *rep = NULL;
-    ps_status st = ps_cost_query(ctx, desc, &po, &rep);
-    if (st != PS_SUCCESS) return layer_status(row->name, "ps_cost_query", st);
+    ps_status st;
+    if (ranked_variants(ctx, desc, row->name, &rep) != CLI_OK) return CLI_FAIL;
     int n = ps_cost_report_size(rep), rc = CLI_OK, n_timed = 0;
     double *ms = malloc((size_t)(n ? n : 1) * sizeof *ms);
     double *samples = malloc((size_t)bo->variant_reps * sizeof *samples);
@@ -487,12 +495,8 @@ static int setup_candidates(ps_context *ctx, const bench_opts *bo, const ps_desc
 static int candidate_results(ps_context *ctx, const bench_opts *bo, const ps_desc *desc, bench_row *row,
                              timed *ts, int n)
 {
-    ps_plan_options po;
-    ps_plan_options_init(&po);
-    po.ranker = PS_RANKER_COST;
     ps_cost_report *rep = NULL;
-    ps_status st = ps_cost_query(ctx, desc, &po, &rep);
-    if (st != PS_SUCCESS) return layer_status(row->name, "ps_cost_query", st);
+    if (ranked_variants(ctx, desc, row->name, &rep) != CLI_OK) return CLI_FAIL;
     int n_rep = ps_cost_report_size(rep), faster = 0;
     double best = INFINITY, worst = -INFINITY;
     int counted = 0;
