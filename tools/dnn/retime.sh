@@ -8,11 +8,13 @@
 #      DNN's four first choices, for the held-out models of split seeds $SPLITS and for the shipped model
 #      (tools/dnn/train.py --candidates; the shipped weights are retrained to a scratch file, bitwise the
 #      same as lib/ranking/dnn_weights.c when the data is the one they were trained on);
-#   2. timing: `polysci bench conv --candidates` per layer set: the DNN's plan, the default schedule, every
-#      candidate and oneDNN in alternating trials ($OUT/<set>_N<N>_t<T>.csv, $OUT/summary.csv);
-#   3. reports: tools/dnn/train.py --holdout-frac 0.3 --split-seed S --retimed ... for each split seed
-#      ($OUT/holdout_report_S.md).
-# Nothing else may run meanwhile (timing takes ~15 minutes on the 2-core VM).
+#   2. timing, $RUNS times (one process per set and run: what differs between processes, e.g. where each
+#      plan's buffers land, varies too): `polysci bench conv --candidates` per layer set: the DNN's plan,
+#      the default schedule, every candidate and oneDNN in alternating trials
+#      ($OUT/run<r>/<set>_N<N>_t<T>.csv, $OUT/run<r>/summary.csv);
+#   3. reports: tools/dnn/train.py --holdout-frac 0.3 --split-seed S --retimed (every run; a schedule's
+#      times are averaged) for each split seed ($OUT/holdout_report_S.md).
+# Nothing else may run meanwhile (candidates ~10 minutes, each timing run ~8 on the 2-core VM).
 #
 # Environment (defaults in brackets):
 #   BUILD [build]                  build directory with tools/polysci (configured if missing)
@@ -22,6 +24,7 @@
 #   OUT [data/dnn/vm_retime]       where the candidates, timings and reports go
 #   N [2], THREADS [2], SETS [resnet50 fastrcnn mobilenet alexnet overfeat vgga]
 #   SPLITS [1 2 3], TOP [6]        split seeds; fastest variants per layer and run
+#   RUNS [2]                       timing runs
 #   BENCH_ARGS [--reps 11 --min-trial-ms 20 --plan-reps 1]
 #   SKIP_TIMING [0]                1: only step 3, on the timings already in $OUT
 #   PYTHON [/usr/bin/python3]      a python3 with numpy (Debian python3-numpy)
@@ -38,6 +41,7 @@ THREADS=${THREADS:-2}
 SETS=${SETS:-resnet50 fastrcnn mobilenet alexnet overfeat vgga}
 SPLITS=${SPLITS:-1 2 3}
 TOP=${TOP:-6}
+RUNS=${RUNS:-2}
 BENCH_ARGS=${BENCH_ARGS:---reps 11 --min-trial-ms 20 --plan-reps 1}
 SKIP_TIMING=${SKIP_TIMING:-0}
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -72,23 +76,26 @@ if [ "$SKIP_TIMING" != 1 ]; then
     { echo "name,schedule,why"; for f in "$scratch"/split*.csv "$scratch/shipped.csv"; do
           tail -n +2 "$f"; done; } > "$OUT/candidates.csv"
 
-    summaries=()
-    for set in $SETS; do
-        out=$OUT/${set}_N${N}_t${THREADS}.csv
-        echo "== timing $out"
-        # shellcheck disable=SC2086
-        "$cli" bench conv --layers "$set" --N "$N" --threads "$THREADS" --ranker dnn --vs onednn \
-            --candidates "$OUT/candidates.csv" --dist "$out.part" --csv "$scratch/$set.csv" $BENCH_ARGS
-        mv "$out.part" "$out"
-        summaries+=("$scratch/$set.csv")
+    for r in $(seq 1 "$RUNS"); do
+        mkdir -p "$OUT/run$r"
+        summaries=()
+        for set in $SETS; do
+            out=$OUT/run$r/${set}_N${N}_t${THREADS}.csv
+            echo "== timing $out"
+            # shellcheck disable=SC2086
+            "$cli" bench conv --layers "$set" --N "$N" --threads "$THREADS" --ranker dnn --vs onednn \
+                --candidates "$OUT/candidates.csv" --dist "$out.part" --csv "$scratch/$set.csv" $BENCH_ARGS
+            mv "$out.part" "$out"
+            summaries+=("$scratch/$set.csv")
+        done
+        { head -1 "${summaries[0]}"; for f in "${summaries[@]}"; do tail -n +2 "$f"; done; } > "$OUT/run$r/summary.csv"
     done
-    { head -1 "${summaries[0]}"; for f in "${summaries[@]}"; do tail -n +2 "$f"; done; } > "$OUT/summary.csv"
 fi
 
-mapfile -t retimed < <(LC_ALL=C ls "$OUT"/*_N"$N"_t"$THREADS".csv)
+mapfile -t retimed < <(LC_ALL=C ls "$OUT"/run*/*_N"$N"_t"$THREADS".csv)
 for s in $SPLITS; do
     echo "== report, split seed $s"
     "$PYTHON" tools/dnn/train.py --holdout-frac 0.3 --split-seed "$s" --report "$OUT/holdout_report_$s.md" \
         "${data[@]}" --replicate "${replicate[@]}" --retimed "${retimed[@]}" >/dev/null
 done
-echo "done: $OUT/candidates.csv, $OUT/*_N${N}_t${THREADS}.csv, $OUT/summary.csv, $OUT/holdout_report_*.md"
+echo "done: $OUT/candidates.csv, $OUT/run*/*_N${N}_t${THREADS}.csv, $OUT/run*/summary.csv, $OUT/holdout_report_*.md"

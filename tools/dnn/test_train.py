@@ -214,3 +214,18 @@ def test_average_takes_the_geometric_mean():
     L = train.Layer("aset", "aset_00", 2, 2, [(1, 1.0, stats, "a"), (2, 4.0, stats, "b"), (3, 2.0, stats, "c")])
     train.average([L], {("aset", "aset_00", 2, 2): {"a": 4.0, "b": 1.0}})  # c not in the second run
     assert list(L.ms) == pytest.approx([2.0, 2.0, 2.0])
+
+
+def test_retimed_runs_are_averaged(tmp_path):
+    sys.path.insert(0, HERE)
+    try:
+        import train
+    finally:
+        sys.path.pop(0)
+    hdr = "name,N,threads,rank_by_cost,schedule,ms\n"
+    (tmp_path / "r1").mkdir()
+    (tmp_path / "r2").mkdir()
+    (tmp_path / "r1" / "aset_N2_t2.csv").write_text(hdr + 'aset_00,2,2,1,"a",1.0\naset_00,2,2,,"b",8.0\n')
+    (tmp_path / "r2" / "aset_N2_t2.csv").write_text(hdr + 'aset_00,2,2,1,"a",4.0\naset_00,2,2,,"b",2.0\n')
+    t = train.load_retimed([str(tmp_path / "r1" / "aset_N2_t2.csv"), str(tmp_path / "r2" / "aset_N2_t2.csv")])
+    assert t[("aset", "aset_00", 2, 2)] == pytest.approx({"a": 2.0, "b": 4.0})

@@ -504,8 +504,11 @@ def load_replicate(paths):
 def load_retimed(paths):
     """`polysci bench --candidates ... --dist` files: (lset, name, N, threads)
     -> {schedule: ms}. Rows need only name, N, threads, schedule and ms (a
-    re-timed schedule need not be a ranked variant)."""
-    out = {}
+    re-timed schedule need not be a ranked variant). A schedule re-timed in
+    several files (repeated runs, one process each) gets the geometric mean of
+    its times: what differs between processes (where each plan's buffers
+    land, the machine's state) averages out too."""
+    runs = {}
     for path in paths:
         lset = layer_set(path)
         with open(path, newline="") as f:
@@ -520,10 +523,10 @@ def load_retimed(paths):
                     continue
                 if ms > 0 and math.isfinite(ms):
                     key = (lset, row["name"], int(row["N"] or 0), int(row["threads"]))
-                    out.setdefault(key, {})[row["schedule"]] = ms
-    if not out:
+                    runs.setdefault(key, {}).setdefault(row["schedule"], []).append(ms)
+    if not runs:
         sys.exit("no usable rows in %s" % " ".join(paths))
-    return out
+    return {key: {sch: geomean(v) for sch, v in t.items()} for key, t in runs.items()}
 
 
 def retimed_picks(p32, layers, retimed, replicate=None):
@@ -652,7 +655,8 @@ def report(p32, train_layers, test_layers, args, files, n_pairs, replicate=None,
     if retimed:
         out.append("Scored against a low-noise re-timing (%s): each layer's front runners (the fastest variants of "
                    "the exhaustive run%s, the Eq. 1 and DNN first choices of every split's model) timed again in one "
-                   "process, in interleaved trials (`polysci bench --candidates`); best = the fastest of them. "
+                   "process, in interleaved trials (`polysci bench --candidates`; a schedule timed in several such "
+                   "runs: the geometric mean); best = the fastest of them. "
                    "*Oracle*: the exhaustive run's fastest variant%s."
                    % (", ".join("`%s`" % file_id(p)[0] for p in args.retimed),
                       "s (and of the replicate)" if replicate else "",
