@@ -8,7 +8,9 @@
  *    every variant once with ranks 1..n and the Eq. 1 working sets;
  *  - ps_plan_create with PS_RANKER_DNN (static, and top_k timing; also
  *    PS_RANKER_DEFAULT with top_k, which times the DNN's order) runs the
- *    tournament's choice and computes the right result;
+ *    tournament's choice and computes the right result; the default options
+ *    run the DNN's first choice for a convolution and the fixed-order default
+ *    schedule for a GEMM;
  *  - the planning time of the tournament on a ~350-variant layer (printed,
  *    not asserted). */
 #define _POSIX_C_SOURCE 200809L
@@ -283,6 +285,71 @@ done:
     ps_cost_report_destroy(rep);
 }
 
+/* For convolutions the default options run the DNN's first choice. Checked
+ * on shapes where that is not the fixed-order default schedule (at least one
+ * must be, so the test cannot pass by coincidence; the choice depends on the
+ * machine's caches); for GEMMs the static default stays the expert schedule
+ * (docs/performance.md). */
+static void conv_default(ps_context *ctx)
+{
+    static const int64_t shapes[][4] = {{64, 128, 14, 1}, {128, 128, 14, 3}, {64, 256, 28, 1}}; /* C K HW R */
+    int checked = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        ps_desc d;
+        conv_shape(&d, 1, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]);
+        ps_plan_options o;
+        ps_plan_options_init(&o);
+        o.flags = PS_PLAN_NO_CACHE;
+        ps_plan *p = NULL;
+        ps_schedule *ds = NULL;
+        ps_cost_report *rep = NULL;
+        TU_CHECK(ps_plan_create(ctx, &d, &o, &p) == PS_SUCCESS, "conv plan: %s", ps_last_error_message());
+        o.ranker = PS_RANKER_DNN;
+        TU_CHECK(ps_cost_query(ctx, &d, &o, &rep) == PS_SUCCESS, "DNN cost query: %s", ps_last_error_message());
+        TU_CHECK(ps_schedule_default(&d, &ds) == PS_SUCCESS, "default schedule: %s", ps_last_error_message());
+        ps_variant_cost first;
+        if (p && ds && rep && ps_cost_report_get(rep, 0, &first) == PS_SUCCESS) {
+            char got[512], dflt[512];
+            ps_schedule_format(ps_plan_get_schedule(p), PS_OP_CONV_FWD, got, sizeof got, NULL);
+            ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, sizeof dflt, NULL);
+            if (strcmp(first.schedule, dflt)) {
+                checked++;
+                TU_CHECK(!strcmp(got, first.schedule), "conv, default options: the plan runs '%s', the DNN's first "
+                         "is '%s'", got, first.schedule);
+            }
+        }
+        ps_cost_report_destroy(rep);
+        ps_schedule_destroy(ds);
+        ps_plan_destroy(p);
+    }
+    TU_CHECK(checked > 0, "no shape where the DNN's first choice differs from the default schedule");
+}
+
+static void gemm_default(ps_context *ctx)
+{
+    ps_desc d;
+    ps_desc_init_gemm(&d);
+    d.u.gemm.M = 96;
+    d.u.gemm.N = 80;
+    d.u.gemm.K = 64;
+    ps_plan_options o;
+    ps_plan_options_init(&o);
+    o.flags = PS_PLAN_NO_CACHE;
+    ps_plan *p = NULL;
+    ps_schedule *ds = NULL;
+    TU_CHECK(ps_plan_create(ctx, &d, &o, &p) == PS_SUCCESS, "GEMM plan: %s", ps_last_error_message());
+    TU_CHECK(ps_schedule_default(&d, &ds) == PS_SUCCESS, "GEMM default schedule: %s", ps_last_error_message());
+    if (p && ds) {
+        char got[512], want[512];
+        ps_schedule_format(ps_plan_get_schedule(p), PS_OP_GEMM, got, sizeof got, NULL);
+        ps_schedule_format(ds, PS_OP_GEMM, want, sizeof want, NULL);
+        TU_CHECK(!strcmp(got, want), "GEMM, default options: the plan runs '%s', not the default schedule '%s'", got,
+                 want);
+    }
+    ps_schedule_destroy(ds);
+    ps_plan_destroy(p);
+}
+
 /* Planning time of the tournament alone on a ResNet-50 3x3 layer (~350
  * variants); informational: the suite runs on shared machines. */
 static void timing(ps_context *ctx)
@@ -325,6 +392,8 @@ int main(int argc, char **argv)
         plan(ctx, PS_RANKER_DNN, 0);
         plan(ctx, PS_RANKER_DNN, 3);
         plan(ctx, PS_RANKER_DEFAULT, 3);
+        conv_default(ctx);
+        gemm_default(ctx);
         timing(ctx);
         ps_context_destroy(ctx);
     }

@@ -831,7 +831,8 @@ class Plan:
 
     Plan(ctx, desc, schedule=None, num_threads=0, ranker="default", top_k=0,
     cache=True). schedule: None (the planner chooses), a :class:`Schedule`,
-    or schedule text. num_threads: 0 = the context's. ranker: "default",
+    or schedule text. num_threads: 0 = the context's. ranker: "default"
+    (what measured best: "dnn" for convolutions, "none" for GEMMs),
     "cost" (PolyScientist cost model), "dnn" (pairwise neural ranking) or
     "none" (the fixed-order default schedule). top_k: time the k best-ranked
     variants and the default schedule, keep the fastest (0/1: purely static;
