@@ -674,6 +674,13 @@ def report(p32, train_layers, test_layers, args, files, n_pairs, replicate=None,
                     *(geomean([r[j] for r in rs]) for j in range(3, 6))))
             if miss:
                 out.append("| %s, not re-timed | %d | | | | | |" % (what, len(miss)))
+            if what == "held-out":
+                for lset in sorted({r[0].lset for r in rs}):
+                    rl = [r for r in rs if r[0].lset == lset]
+                    two = [r[6] for r in rl if r[6] is not None]
+                    out.append("| held-out %s | %d | %.3f | %s | %.3f | %.3f | %.3f |" % (
+                        lset, len(rl), geomean([r[2] for r in rl]), "%.3f" % geomean(two) if two else "-",
+                        *(geomean([r[j] for r in rl]) for j in range(3, 6))))
         out.append("")
     out.append("Per held-out layer:")
     out.append("")
