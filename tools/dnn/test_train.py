@@ -59,6 +59,30 @@ def run_train(args):
                           capture_output=True, text=True, timeout=300)
 
 
+def holdout_report(tmp_path, opts, data):
+    """Runs a --holdout-frac 0.5 evaluation with `opts`; returns the report's text."""
+    report = str(tmp_path / "r.md")
+    r = run_train(["--holdout-frac", "0.5"] + opts + ["--report", report] + data)
+    assert r.returncode == 0, r.stderr
+    with open(report) as f:
+        return f.read()
+
+
+def held_out_names(report):
+    """The layer names of the report's per-held-out-layer table."""
+    return {m.group(1) for m in re.finditer(r"^\| ((?:aset|bset)_\d+) \(N=2", report, re.M)}
+
+
+def train_module():
+    """tools/dnn/train.py imported (for its functions)."""
+    sys.path.insert(0, HERE)
+    try:
+        import train
+    finally:
+        sys.path.pop(0)
+    return train
+
+
 def replicate_table(report):
     """{'held-out': (count, oracle, eq1, dnn, top4), 'training': ...}"""
     rows = {}
@@ -76,10 +100,7 @@ def test_identical_replicate_scores_like_the_first_run(tmp_path):
     sets = make_rows(1)
     data = write_sets(str(tmp_path / "run1"), sets)
     rep = write_sets(str(tmp_path / "run2"), sets)
-    report = str(tmp_path / "r.md")
-    r = run_train(["--holdout-frac", "0.5", "--replicate"] + rep + ["--report", report] + data)
-    assert r.returncode == 0, r.stderr
-    text = open(report).read()
+    text = holdout_report(tmp_path, ["--replicate"] + rep, data)
     table = replicate_table(text)
     assert set(table) == {"held-out", "training"}
     count, oracle, eq1, dnn, top4 = table["held-out"]
@@ -111,11 +132,9 @@ def test_replicate_oracle_is_run1_fastest_timed_in_run2(tmp_path):
             out += lr
         rep_sets[s] = out
     rep = write_sets(str(tmp_path / "run2"), rep_sets)
-    report = str(tmp_path / "r.md")
-    r = run_train(["--holdout-frac", "0.5", "--replicate"] + rep + ["--report", report] + data)
-    assert r.returncode == 0, r.stderr
-    table = replicate_table(open(report).read())
-    held = {m.group(1) for m in re.finditer(r"^\| ((?:aset|bset)_\d+) \(N=2", open(report).read(), re.M)}
+    text = holdout_report(tmp_path, ["--replicate"] + rep, data)
+    table = replicate_table(text)
+    held = held_out_names(text)
     assert len(held) == 4
     want_held = geomean([e for n, e in expect if n in held])
     want_train = geomean([e for n, e in expect if n not in held])
@@ -188,12 +207,9 @@ def test_retimed_scores_against_the_retimed_best(tmp_path):
             out += lr
         rt_sets[s] = out
     rt = write_sets(str(tmp_path / "retimed"), rt_sets)
-    report = str(tmp_path / "r.md")
-    r = run_train(["--holdout-frac", "0.5", "--retimed"] + rt + ["--report", report] + data)
-    assert r.returncode == 0, r.stderr
-    text = open(report).read()
+    text = holdout_report(tmp_path, ["--retimed"] + rt, data)
     table = retimed_table(text)
-    held = {m.group(1) for m in re.finditer(r"^\| ((?:aset|bset)_\d+) \(N=2", text, re.M)}
+    held = held_out_names(text)
     assert len(held) == 4 and set(table) == {"held-out", "training"}
     for what, names in (("held-out", held), ("training", set(expect) - held)):
         count, oracle, two, eq1, dnn, top4 = table[what]
@@ -205,11 +221,7 @@ def test_retimed_scores_against_the_retimed_best(tmp_path):
 
 
 def test_average_takes_the_geometric_mean():
-    sys.path.insert(0, HERE)
-    try:
-        import train
-    finally:
-        sys.path.pop(0)
+    train = train_module()
     stats = [0.0] * train.N_STATS
     L = train.Layer("aset", "aset_00", 2, 2, [(1, 1.0, stats, "a"), (2, 4.0, stats, "b"), (3, 2.0, stats, "c")])
     train.average([L], {("aset", "aset_00", 2, 2): {"a": 4.0, "b": 1.0}})  # c not in the second run
@@ -217,11 +229,7 @@ def test_average_takes_the_geometric_mean():
 
 
 def test_retimed_runs_are_averaged(tmp_path):
-    sys.path.insert(0, HERE)
-    try:
-        import train
-    finally:
-        sys.path.pop(0)
+    train = train_module()
     hdr = "name,N,threads,rank_by_cost,schedule,ms\n"
     (tmp_path / "r1").mkdir()
     (tmp_path / "r2").mkdir()
