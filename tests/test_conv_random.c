@@ -74,10 +74,10 @@ static int fixed_shapes(shape *out)
     } while (0)
     ADD("resnet first layer, small", d_.N = 1; d_.C = 3; d_.K = 64; d_.H = d_.W = 23; d_.R = d_.S = 7;
         d_.stride_h = d_.stride_w = 2; d_.pad_top = d_.pad_bottom = d_.pad_left = d_.pad_right = 3);
-    ADD("few channels, dilated taps, asymmetric padding (expanded copy, tap by tap)", d_.N = 2; d_.C = 3; d_.K = 44;
+    ADD("few channels, dilated taps, asymmetric padding (dilated: not merged, tap by tap)", d_.N = 2; d_.C = 3; d_.K = 44;
         d_.H = 13; d_.W = 15; d_.R = 3; d_.S = 5; d_.stride_h = 1; d_.stride_w = 2; d_.dilation_h = 2; d_.dilation_w = 3;
         d_.pad_top = 2; d_.pad_bottom = 1; d_.pad_left = 4; d_.pad_right = 1);
-    ADD("few channels, two output-channel blocks around the rows (expanded whole copy)", d_.N = 2; d_.C = 3;
+    ADD("few channels, two output-channel blocks around the rows (merged taps, 3 column phases)", d_.N = 2; d_.C = 3;
         d_.K = 96; d_.H = d_.W = 19; d_.R = d_.S = 5; d_.stride_h = d_.stride_w = 2;
         d_.pad_top = d_.pad_bottom = d_.pad_left = d_.pad_right = 2);
     ADD("K=425 1x1 (yolo-like head)", d_.N = 1; d_.C = 24; d_.K = 425; d_.H = 5; d_.W = 7; d_.R = d_.S = 1);

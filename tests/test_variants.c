@@ -168,7 +168,7 @@ int main(void)
         {2, 64, 128, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 0, PS_POST_BIAS | PS_POST_RELU}, /* many C/K blocks, padding */
         {1, 200, 72, 9, 11, 3, 3, 2, 1, 0, 2, 1, 1, 1, 0},    /* remainders, asymmetric pad, stride 2, NCHW */
         {2, 256, 96, 7, 7, 1, 1, 1, 0, 0, 0, 0, 1, 0, PS_POST_BIAS}, /* flattened 1x1, chunked reduction */
-        {1, 3, 40, 20, 20, 7, 7, 2, 3, 3, 3, 3, 1, 0, 0},     /* expanded taps (C=3) */
+        {1, 3, 40, 20, 20, 7, 7, 2, 3, 3, 3, 3, 1, 0, 0},     /* merged taps (C=3) */
         {1, 130, 64, 12, 12, 3, 3, 1, 2, 2, 2, 2, 2, 0, 0},   /* dilation 2 */
     };
     for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++) {

@@ -16,10 +16,9 @@
  * the schedule's loops around the microkernel, whose BRGEMM calls are
  * replaced by their element loops (conv: per padding-edge segment of the
  * ow-block, per C part, batch r, s, c-block, then ow, c, k — with few input
- * channels per filter row ow, s, c, k over the expanded input copy; gemm:
+ * channels per filter row ow, s, c, k; gemm:
  * per C part, then j, kk, i).
- * Arrays: conv "I" (input, NHWC; "X", the expanded copy, with few input
- * channels), "Wt" (weights, one element per k,c,r,s), "O" (output); gemm and
+ * Arrays: conv "I" (input, NHWC), "Wt" (weights, one element per k,c,r,s), "O" (output); gemm and
  * matmul "A", "B", "C" (C[M][N] += A[M][K] B[K][N]). Inputs only give read-after-read reuse; every
  * output element is read and written by each iteration touching it, so its
  * RAR, RAW, WAR and WAW dependences coincide and are all listed.

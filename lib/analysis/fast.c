@@ -495,11 +495,9 @@ static int box_fp(psa_ws *ws, psa_fpscratch *sc, const psa_box *bx, psa_prod out
             P->d[3] = iset_interval(bx->lo[PSA_CC], bx->hi[PSA_CC]);
             for (int side = 0; side < 2; side++) {
                 const psa_pairs *pp = side ? &sc->cols : &sc->rows;
-                /* Element index o*st - pad + f*dl of output o and filter f;
-                 * the expanded copy X stores column pairs at ow*S + s. */
-                const int xp = side && m->expand;
-                const int64_t st = xp ? m->ext[PSA_CS] : side ? m->sw : m->sh;
-                const int64_t dl = xp ? 1 : side ? m->dw : m->dh, pad = xp ? 0 : side ? m->pl : m->pt;
+                /* Element index o*st - pad + f*dl of output o and filter f. */
+                const int64_t st = side ? m->sw : m->sh;
+                const int64_t dl = side ? m->dw : m->dh, pad = side ? m->pl : m->pt;
                 const int64_t U = m->arr_ext[arr][1 + side];
                 int strided = 0;
                 for (int64_t i = 0; i < pp->n; i++) {
@@ -916,10 +914,6 @@ static int test_access(const psa_pred *P, const psa_box *b)
         if (t % m->sh == 0 && t / m->sh >= b->lo[PSA_COH] && t / m->sh < b->hi[PSA_COH] && t >= 0) found = 1;
     }
     if (!found) return 0;
-    if (m->expand) { /* X column index ow*S + s */
-        const int64_t ow = e[2] / m->ext[PSA_CS], s = e[2] % m->ext[PSA_CS];
-        return ow >= b->lo[PSA_COW] && ow < b->hi[PSA_COW] && s >= b->lo[PSA_CS] && s < b->hi[PSA_CS];
-    }
     for (int64_t s = b->lo[PSA_CS]; s < b->hi[PSA_CS]; s++) {
         int64_t t = e[2] + m->pl - s * m->dw;
         if (t % m->sw == 0 && t >= 0 && t / m->sw >= b->lo[PSA_COW] && t / m->sw < b->hi[PSA_COW]) return 1;
@@ -971,10 +965,6 @@ static void pred_access(psa_pred *P, const psa_model *m, int arr, const int64_t 
         P->hhi[PSA_CR] = fdiv(e[1] + m->pt, m->dh);
         P->hlo[PSA_CS] = max64(0, cdiv(e[2] + m->pl - (m->ext[PSA_COW] - 1) * m->sw, m->dw));
         P->hhi[PSA_CS] = fdiv(e[2] + m->pl, m->dw);
-        if (m->expand) { /* X column index ow*S + s pins both */
-            P->hlo[PSA_COW] = P->hhi[PSA_COW] = e[2] / m->ext[PSA_CS];
-            P->hlo[PSA_CS] = P->hhi[PSA_CS] = e[2] % m->ext[PSA_CS];
-        }
     }
 }
 
@@ -1125,8 +1115,7 @@ static int reused_in(psa_ws *ws, psa_fpscratch *sc, int arr, const psa_box *b, c
     /* Several instances of b on one element. */
     if (arr == PSA_IN) {
         if (b->hi[PSA_CK] - b->lo[PSA_CK] >= 2) return 1;
-        /* In the expanded copy X every (ow, s) pair is its own element. */
-        for (int side = 0; side < (m->expand ? 1 : 2); side++) {
+        for (int side = 0; side < 2; side++) {
             psa_pairs *pp = side ? &sc->cols : &sc->rows;
             box_pairs(m, b, side == 0, pp);
             const int64_t st = side ? m->sw : m->sh, dl = side ? m->dw : m->dh, pad = side ? m->pl : m->pt;

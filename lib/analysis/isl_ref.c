@@ -73,13 +73,9 @@ static void sb_access(psa_sb *b, const psa_model *m, int arr)
     sb_tuple(b, m);
     switch (arr) {
     case PSA_IN:
-        if (m->expand)
-            sb_printf(b, " -> %s[n, %lld*oh - %lld + %lld*r, %lld*ow + s, c] }", m->arr_name[arr], (long long)m->sh,
-                      (long long)m->pt, (long long)m->dh, (long long)m->ext[PSA_CS]);
-        else
-            sb_printf(b, " -> %s[n, %lld*oh - %lld + %lld*r, %lld*ow - %lld + %lld*s, c] }", m->arr_name[arr],
-                      (long long)m->sh, (long long)m->pt, (long long)m->dh, (long long)m->sw, (long long)m->pl,
-                      (long long)m->dw);
+        sb_printf(b, " -> %s[n, %lld*oh - %lld + %lld*r, %lld*ow - %lld + %lld*s, c] }", m->arr_name[arr],
+                  (long long)m->sh, (long long)m->pt, (long long)m->dh, (long long)m->sw, (long long)m->pl,
+                  (long long)m->dw);
         break;
     case PSA_WT: sb_printf(b, " -> %s[k, c, r, s] }", m->arr_name[arr]); break;
     default: sb_printf(b, " -> %s[n, oh, ow, k] }", m->arr_name[arr]); break;

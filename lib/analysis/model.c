@@ -226,14 +226,14 @@ static ps_status add_schedule_loops(psa_model *m, const ps_stage *sg, const int6
 static void set_arrays(psa_model *m, int is_conv, int swapped)
 {
     const int64_t *x = m->ext;
-    int64_t in[4] = {x[PSA_CN], m->H, m->expand ? x[PSA_COW] * x[PSA_CS] : m->W, x[PSA_CC]};
+    int64_t in[4] = {x[PSA_CN], m->H, m->W, x[PSA_CC]};
     int64_t wt[4] = {x[PSA_CK], x[PSA_CC], x[PSA_CR], x[PSA_CS]};
     int64_t out[4] = {x[PSA_CN], x[PSA_COH], x[PSA_COW], x[PSA_CK]};
     memcpy(m->arr_ext[PSA_IN], in, sizeof in);
     memcpy(m->arr_ext[PSA_WT], wt, sizeof wt);
     memcpy(m->arr_ext[PSA_OUT], out, sizeof out);
     if (is_conv) {
-        m->arr_name[PSA_IN] = m->expand ? "X" : "I";
+        m->arr_name[PSA_IN] = "I";
         m->arr_name[PSA_WT] = "Wt";
         m->arr_name[PSA_OUT] = "O";
         m->order[0] = PSA_IN;
@@ -292,8 +292,8 @@ ps_status psa_model_from_schedule(const ps_desc *desc, const ps_schedule *sched,
         m->H = c.H; m->W = c.W; m->sh = c.sh; m->sw = c.sw; m->pt = c.pt; m->pl = c.pl; m->dh = c.dh; m->dw = c.dw;
         int64_t x[PSA_NCOORD] = {c.N, c.K, c.OH, c.OW, c.C, c.R, c.S};
         memcpy(m->ext, x, sizeof x);
-        /* The executor's rule (build.c): one C block, ps_conv_expands. */
-        m->expand = ceil_div(c.C, ks->k) == 1 && ps_conv_expands(&c);
+        /* The executor's rule (build.c): one C block, ps_conv_merges_taps. */
+        m->merge_taps = ceil_div(c.C, ks->k) == 1 && ps_conv_merges_taps(&c);
         unit[PS_DIM_N] = 1; unit[PS_DIM_K] = ks->m; unit[PS_DIM_OH] = 1; unit[PS_DIM_OW] = ks->n;
         unit[PS_DIM_C] = (int64_t)ks->batch * ks->k;
     } else {
@@ -319,7 +319,7 @@ ps_status psa_model_from_schedule(const ps_desc *desc, const ps_schedule *sched,
             m->lev[m->nlev - 1].segs = 1;
         }
         add_breaks_level(m, PSA_CC, 1, "part");
-        if (m->expand) {
+        if (m->merge_taps) {
             /* One call per filter row: k = the segment's taps x C. */
             add_mk_level(m, PSA_CR, 1, "r");
             add_mk_level(m, PSA_COW, 1, "ow_e");
@@ -401,7 +401,7 @@ void psa_access(const psa_model *m, int arr, const int64_t x[PSA_NCOORD], int64_
     case PSA_IN:
         e[0] = x[PSA_CN];
         e[1] = x[PSA_COH] * m->sh - m->pt + x[PSA_CR] * m->dh;
-        e[2] = m->expand ? x[PSA_COW] * m->ext[PSA_CS] + x[PSA_CS] : x[PSA_COW] * m->sw - m->pl + x[PSA_CS] * m->dw;
+        e[2] = x[PSA_COW] * m->sw - m->pl + x[PSA_CS] * m->dw;
         e[3] = x[PSA_CC];
         break;
     case PSA_WT:

@@ -24,8 +24,6 @@
  *
  * Accesses (element coordinates):
  *   array IN  (conv I / gemm B): (n, oh*sh-pt+r*dh, ow*sw-pl+s*dw, c)  read
- *             (conv with `expand`: the executor's copy X[n][ih][ow][s][c] of
- *             the valid taps, element (n, oh*sh-pt+r*dh, ow*S+s, c))
  *   array WT  (conv Wt / gemm A): (k, c, r, s)                          read
  *   array OUT (conv O / gemm C): (n, oh, ow, k)                         read, then written
  */
@@ -82,10 +80,10 @@ typedef struct psa_model {
      * columns [seg_slo, seg_shi). Owned by the model. */
     int64_t seg_n, seg_nblocks, seg_maxp;
     int64_t *seg_off, *seg_slo, *seg_shi;
-    /* Conv with few input channels (build.c `expand`): the input is read
-     * from the expanded copy X, and a call reduces over (s, c) per filter
-     * row: microkernel order r, ow, s, c, k. */
-    int expand;
+    /* Conv with few input channels (build.c `merge_taps`): a call reduces
+     * over (s, c) per filter row: microkernel order r, ow, s, c, k (the
+     * executor's q column phases per call are not modelled). */
+    int merge_taps;
 } psa_model;
 
 /* __give *m: the model of a conv or gemm descriptor run by `sched` with

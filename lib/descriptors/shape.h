@@ -14,20 +14,21 @@ typedef struct ps_conv_shape {
 } ps_conv_shape;
 
 void ps_conv_shape_of(const ps_conv_desc *d, ps_conv_shape *s);
-/* Few input channels and a wide filter: the default schedule walks column
- * strips down their rows (lib/schedule/schedule.c). */
+/* Few input channels and a wide filter. */
 static inline int ps_conv_few_channels(const ps_conv_shape *s) { return s->C <= 16 && s->S > 1; }
 
-/* Few channels, and the executor expands each input row so one call reduces
- * over S*C (filter taps x channels) instead of C alone (lib/execution/build.c;
- * it also needs the whole C in one kernel block). Per output pixel the copy
- * moves sh*S*C floats and feeds R*S*C*K multiply-adds: R*K/sh per float.
- * Measured (VM, 2 threads, C = 3..16): expanding wins at 176-264 (the first
- * layers of ResNet-50, AlexNet, OverFeat, Fast R-CNN, VGG-A: up to 1.45x)
- * and loses at 48-112 (mobilenet_01, 3x3/2 K = 32: 0.21 ms vs 0.14 ms). */
-static inline int ps_conv_expands(const ps_conv_shape *s)
+/* Few channels, and the executor merges the taps of a filter row: one call
+ * reduces over (valid taps x C) floats read in place, which adjacent taps
+ * (no dilation) make contiguous, instead of C per tap (lib/execution/build.c;
+ * it also needs the whole C in one kernel block). The price is q = ceil(S/sw)
+ * calls per column block, each over every q-th column (engine.h). Measured
+ * (VM, 2 threads; R*K/sh): merged wins on the first layers of ResNet-50,
+ * AlexNet, OverFeat, Fast R-CNN, VGG-A (176-264) and loses on mobilenet_01
+ * (3x3/2, K = 32: 48). The rule dates from an earlier form that copied the
+ * taps side by side (copy cost ~ 1 / (R*K/sh)); docs/performance.md. */
+static inline int ps_conv_merges_taps(const ps_conv_shape *s)
 {
-    return ps_conv_few_channels(s) && s->R * s->K >= 128 * s->sh;
+    return ps_conv_few_channels(s) && s->dw == 1 && s->R * s->K >= 128 * s->sh;
 }
 
 /* The user-visible output size (no canonical reshaping). */

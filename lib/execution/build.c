@@ -112,35 +112,26 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
     }
     e->seg_begin[e->ext[PS_DIM_OW]] = ns;
     e->n_segs = ns;
-    /* Expanded taps pay a copy of (taps x C) floats per output pixel and
-     * row to turn k = C into k = taps x C: ps_conv_expands says when it pays. */
-    e->expand = e->k_blocks == 1 && ps_conv_expands(c);
-    if (e->expand) e->batch_cap = c->R;
-    /* A per-thread ring of expanded rows serves walks that finish a row's
-     * output-channel and column blocks before moving on (slots hold whole
-     * rows), and walks that finish a column strip's rows before the next
-     * strip (column loops only outside the row loop: slots hold one block's
-     * columns). Other walks would expand rows again and again (a loop over
-     * output-channel blocks around the row loop, column loops on both sides
-     * of it): they get one whole copy per execution instead. */
-    int k_outer = 0, ow_outer = 0, ow_inner = 0, row_seen = 0;
-    int64_t left[PS_DIM_COUNT];
-    memcpy(left, e->ext, sizeof left);
-    for (int i = 0; i < e->n_loops; i++) {
-        const ps_loop *l = &e->loops[i];
-        const int64_t trips = ps_loop_trips(l, left);
-        if (l->dim == PS_DIM_OH && l->tile == 1) row_seen = 1;
-        else if (l->dim == PS_DIM_K && trips > 1 && !row_seen) k_outer = 1;
-        else if (l->dim == PS_DIM_OW && trips > 1) *(row_seen ? &ow_inner : &ow_outer) = 1;
+    /* Merged taps turn k = C into k = taps x C (ps_conv_merges_taps says when
+     * that pays); they need the whole C in one block and adjacent taps. */
+    e->merge_taps = e->k_blocks == 1 && ps_conv_merges_taps(c);
+    if (e->merge_taps) {
+        e->batch_cap = c->R;
+        e->tap_phases = ceil_div(c->S, c->sw);
     }
-    e->expand_ring = e->expand && !k_outer && !(ow_outer && ow_inner);
-    e->expand_strip = e->expand_ring && ow_outer;
     for (int64_t i = 0; i < ns; i++) {
         /* Identical shapes share kernels: LIBXSMM's registry returns the same code. */
-        int64_t taps = e->expand ? e->segs[i].s_hi - e->segs[i].s_lo : 1;
-        if ((st = dispatch_set(&e->segs[i].kernels, e, e->segs[i].width, taps, e->ks.m, e->m_tail,
-                               e->expand ? c->S * c->C : ldb, ldc)))
+        ps_conv_segment *sg = &e->segs[i];
+        if (e->merge_taps) {
+            const int64_t q = e->tap_phases, taps = sg->s_hi - sg->s_lo;
+            if ((st = dispatch_set(&sg->kernels, e, ceil_div(sg->width, q), taps, e->ks.m, e->m_tail, q * ldb, q * ldc)))
+                return st;
+            if (sg->width % q && sg->width / q > 0 &&
+                (st = dispatch_set(&sg->kernels_narrow, e, sg->width / q, taps, e->ks.m, e->m_tail, q * ldb, q * ldc)))
+                return st;
+        } else if ((st = dispatch_set(&sg->kernels, e, sg->width, 1, e->ks.m, e->m_tail, ldb, ldc))) {
             return st;
+        }
     }
     return PS_SUCCESS;
 }

@@ -29,6 +29,7 @@ typedef struct ps_conv_segment {
     int64_t ow0, width;
     int64_t s_lo, s_hi;
     ps_kernel_set kernels;
+    ps_kernel_set kernels_narrow; /* merge_taps: phases one column narrower (width % q) */
 } ps_conv_segment;
 
 typedef struct ps_exec {
@@ -56,16 +57,13 @@ typedef struct ps_exec {
     ps_conv_segment *segs;
     int64_t n_segs;
     int nchw;                  /* activations arrive/leave as NCHW: convert via workspace */
-    int expand;                /* few input channels: per output column, the valid taps of a
-                                  filter row are copied side by side (X[ow][s][c] per input
-                                  row, padding never read; a per-thread ring of rows in the
-                                  workspace), so one call reduces over (taps x C) and batches
-                                  over filter rows only */
-    int expand_ring;           /* expand: rows expanded per thread on first use (the walk
-                                  finishes each row's blocks first); else one whole copy
-                                  X[n][ih][ow][s][c] per execution */
-    int expand_strip;          /* expand_ring whose slots hold one column block's
-                                  columns (the walk finishes a strip's rows first) */
+    int merge_taps;            /* few input channels: one call reduces over a filter row's
+                                  valid taps x C, read in place (adjacent taps are adjacent
+                                  pixels), and batches over filter rows only */
+    int64_t tap_phases;        /* merge_taps: q = ceil(S / sw). A column's S*C floats overlap
+                                  the next column's, which LIBXSMM does not accept (ldb < k),
+                                  so a call covers every q-th column of a segment (ldb =
+                                  q*sw*C >= S*C, ldc = q*K) and q calls cover them all */
 
     /* gemm */
     ps_gemm_shape gemm;

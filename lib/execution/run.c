@@ -11,10 +11,6 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 typedef struct tile_ctx {
     const ps_exec *e;
     const float *src, *wei, *bias, *a, *b;
-    const float *xsrc;          /* exec->expand without the ring: the whole copy */
-    float *xring;               /* exec->expand_ring: this thread's expanded input rows, */
-    int64_t *xtag;              /* ring slots tagged n * H + ih, times the column blocks
-                                   plus the block with expand_strip (-1: empty) */
     float *dst, *c;
     const float **abuf, **bbuf; /* batch address lists, batch_cap entries each; refilled
                                    before every call: LIBXSMM 1.17's address-batch
@@ -27,29 +23,6 @@ static void zero_tile(float *c, int64_t m, int64_t n, int64_t ldc)
     for (int64_t j = 0; j < n; j++) memset(c + j * ldc, 0, (size_t)m * sizeof *c);
 }
 
-/* Copies of a few floats (the S x C taps of one output column) as
- * fixed-size chunks, which the compiler inlines as vector moves; the last
- * chunk may overlap the one before. A plain loop would become a libc call per
- * column, whose cost was ~20% of a C=3 layer. */
-static inline void copy_floats(float *restrict dst, const float *restrict src, int64_t n)
-{
-    if (n < 4) {
-        switch (n) {
-        case 3: dst[2] = src[2]; /* fall through */
-        case 2: dst[1] = src[1]; /* fall through */
-        case 1: dst[0] = src[0]; /* fall through */
-        default: return;
-        }
-    }
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) memcpy(dst + i, src + i, 8 * sizeof *dst);
-    if (i + 4 <= n) {
-        memcpy(dst + i, src + i, 4 * sizeof *dst);
-        i += 4;
-    }
-    if (i < n) memcpy(dst + n - 4, src + n - 4, 4 * sizeof *dst);
-}
-
 static void epilogue(float *c, int64_t m, int64_t n, int64_t ldc, const float *bias, int relu)
 {
     for (int64_t j = 0; j < n; j++) {
@@ -59,65 +32,6 @@ static void epilogue(float *c, int64_t m, int64_t n, int64_t ldc, const float *b
         if (relu)
             for (int64_t i = 0; i < m; i++) col[i] = col[i] > 0.0f ? col[i] : 0.0f;
     }
-}
-
-/* X[ow - ow_lo][s][c] = row[ow*sw - pl + s*dw][c] for ow in [ow_lo, ow_hi)
- * and the taps inside the image; the others are never read (the segments
- * skip them). */
-static void expand_row(const ps_conv_shape *c, const float *row, float *x, int64_t ow_lo, int64_t ow_hi)
-{
-    const int64_t sc = c->S * c->C;
-    for (int64_t ow = ow_lo; ow < ow_hi; ow++) {
-        const int64_t iw0 = ow * c->sw - c->pl;
-        float *xo = x + (ow - ow_lo) * sc;
-        if (c->dw == 1) {
-            /* Undilated taps are adjacent pixels: one run per column. */
-            const int64_t s_lo = iw0 < 0 ? -iw0 : 0, s_hi = c->W - iw0 < c->S ? c->W - iw0 : c->S;
-            copy_floats(xo + s_lo * c->C, row + (iw0 + s_lo) * c->C, (s_hi - s_lo) * c->C);
-            continue;
-        }
-        for (int64_t s = 0; s < c->S; s++) {
-            const int64_t iw = iw0 + s * c->dw;
-            if (iw >= 0 && iw < c->W) copy_floats(xo + s * c->C, row + iw * c->C, c->C);
-        }
-    }
-}
-
-/* exec->expand_ring: a per-thread ring of expanded input rows. One output row
- * reads input rows ih0 + r*dh, r < R: a ring of (R-1)*dh + 1 slots holds
- * them all, and consecutive output rows find most of theirs already there,
- * so every input row is expanded about once per thread and the copy stays
- * in the thread's cache (a whole-tensor copy streamed 4 MB on ResNet's
- * first layer). With exec->expand_strip a slot holds the columns of one
- * column block only (tagged with the block), for walks that finish a
- * column strip's rows before the next strip. */
-static int64_t ring_rows(const ps_conv_shape *c) { return (c->R - 1) * c->dh + 1; }
-static int64_t x_row_floats(const ps_conv_shape *c) { return c->OW * c->S * c->C; }
-static int64_t ring_slot_floats(const ps_exec *e)
-{
-    return (e->expand_strip ? e->ks.n : e->conv.OW) * e->conv.S * e->conv.C;
-}
-
-/* Expanded input row ih of image n, from the column ow_a of column block
- * owb on: from the whole copy, or the thread's ring slot, filled on first
- * use. */
-static const float *expanded_row(const tile_ctx *t, int64_t n, int64_t ih, int64_t owb)
-{
-    const ps_exec *e = t->e;
-    const ps_conv_shape *c = &e->conv;
-    const int64_t ow_a = owb * e->ks.n, sc = c->S * c->C;
-    if (t->xsrc) return t->xsrc + (n * c->H + ih) * x_row_floats(c) + ow_a * sc;
-    const int64_t slot = ih % ring_rows(c);
-    float *x = t->xring + slot * ring_slot_floats(e);
-    const float *row = t->src + (n * c->H + ih) * c->W * c->C;
-    const int strip = e->expand_strip;
-    const int64_t tag = strip ? (n * c->H + ih) * e->ext[PS_DIM_OW] + owb : n * c->H + ih;
-    const int64_t lo = strip ? ow_a : 0, hi = strip ? min64(ow_a + e->ks.n, c->OW) : c->OW;
-    if (t->xtag[slot] != tag) {
-        t->xtag[slot] = tag;
-        expand_row(c, row, x, lo, hi);
-    }
-    return x + (ow_a - lo) * sc;
 }
 
 /* One microkernel step of a conv: output row oh, columns of ow-block owb,
@@ -157,14 +71,22 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
             int64_t lo = part ? e->k_full_blocks : cb0, hi = part ? (has_tail ? e->k_blocks : lo) : full_hi;
             if (hi <= lo) continue;
             unsigned long long cnt = 0;
-            if (e->expand) {
-                /* One C block; taps s_lo..s_hi-1 of a column sit side by side. */
-                const int64_t at = ((sg->ow0 - ow_a) * c->S + sg->s_lo) * c->C;
-                for (int64_t r = r_lo; r < r_hi; r++, cnt++) {
-                    t->abuf[cnt] = wblk + (r * c->S + sg->s_lo) * c->C * mk;
-                    t->bbuf[cnt] = expanded_row(t, n, ih0 + r * c->dh, owb) + at;
+            if (e->merge_taps) {
+                /* One C block; phase p covers columns ow0 + p, ow0 + p + q, ... */
+                const int64_t q = e->tap_phases;
+                for (int64_t p = 0; p < q && p < sg->width; p++) {
+                    const float *at = img + (iw0 + p * c->sw + sg->s_lo) * c->C;
+                    cnt = 0;
+                    for (int64_t r = r_lo; r < r_hi; r++, cnt++) {
+                        t->abuf[cnt] = wblk + (r * c->S + sg->s_lo) * c->C * mk;
+                        t->bbuf[cnt] = at + (ih0 + r * c->dh) * c->W * c->C;
+                    }
+                    const ps_kernel_set *ks = p < sg->width % q || sg->width % q == 0 ? &sg->kernels : &sg->kernels_narrow;
+                    ks->fn[mt][part][beta](t->abuf, t->bbuf, ct + p * c->K, &cnt);
                 }
-            } else
+                beta = 1;
+                continue;
+            }
             for (int64_t r = r_lo; r < r_hi; r++) {
                 const float *row = img + (ih0 + r * c->dh) * c->W * c->C;
                 for (int64_t s = sg->s_lo; s < sg->s_hi; s++) {
@@ -273,32 +195,14 @@ static void run_thread(const tile_ctx *t, tile_fn fn, int tid, int nt)
 
 static size_t align64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 
-/* Per-thread regions that hold a ring start this far apart. Two threads
- * rewriting rings a short distance apart slow each other down although
- * they share no line (resnet_00, 2 threads, regions 16 / 20 / 32 / 64 /
- * 128 KiB apart: 1.90 / 1.75 / 1.42 / 1.27 / 1.27 ms; one thread: no
- * change), as when a core's prefetcher pulls in lines the other writes. */
-#define RING_REGION_SPACING ((size_t)64 << 10)
-
-/* Per thread: the batch address lists, then (expand) the row ring and its tags. */
-static size_t thread_bytes(const ps_exec *e)
-{
-    size_t b = align64(2 * (size_t)e->batch_cap * sizeof(float *));
-    if (e->kind == PS_OP_CONV_FWD && e->expand_ring) {
-        b += align64((size_t)(ring_rows(&e->conv) * ring_slot_floats(e)) * sizeof(float)) +
-             align64((size_t)ring_rows(&e->conv) * sizeof(int64_t));
-        b = (b + RING_REGION_SPACING - 1) / RING_REGION_SPACING * RING_REGION_SPACING;
-    }
-    return b;
-}
+/* Per thread: the batch address lists. */
+static size_t thread_bytes(const ps_exec *e) { return align64(2 * (size_t)e->batch_cap * sizeof(float *)); }
 
 size_t ps_exec_workspace_bytes(const ps_exec *e)
 {
     size_t floats = 0;
     if (e->kind == PS_OP_CONV_FWD && e->nchw)
         floats = (size_t)(ps_conv_src_elems(&e->conv) + ps_conv_dst_elems(&e->conv));
-    if (e->kind == PS_OP_CONV_FWD && e->expand && !e->expand_ring)
-        floats += (size_t)(e->conv.N * e->conv.H * x_row_floats(&e->conv));
     if (e->kind == PS_OP_GEMM) /* packed A (if packed) and B, blocks padded to full size */
         floats = (size_t)(e->k_blocks * e->ks.k * ((e->pack_a ? e->ext[PS_DIM_K] * e->ks.m : 0) + e->ext[PS_DIM_OW] * e->ks.n));
     /* 64 bytes of slack to align the regions of a caller's buffer. */
@@ -408,17 +312,6 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
             return;
         }
     }
-    if (e->kind == PS_OP_CONV_FWD && e->expand && !e->expand_ring) {
-        const ps_conv_shape *c = &e->conv;
-        float *x = scratch + scratch_floats;
-        const float *in = base.src;
-#pragma omp parallel for collapse(2) num_threads(e->nthreads) schedule(static)
-        for (int64_t n = 0; n < c->N; n++)
-            for (int64_t ih = 0; ih < c->H; ih++)
-                expand_row(c, in + (n * c->H + ih) * c->W * c->C, x + (n * c->H + ih) * x_row_floats(c), 0, c->OW);
-        base.xsrc = x;
-        scratch_floats += (size_t)(c->N * c->H * x_row_floats(c));
-    }
     char *per_thread = ws + align64(scratch_floats * sizeof(float));
 #pragma omp parallel num_threads(e->nthreads)
     {
@@ -427,12 +320,6 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
         char *mine = per_thread + (size_t)tid * thread_bytes(e);
         t.abuf = (const float **)mine;
         t.bbuf = t.abuf + e->batch_cap;
-        if (e->kind == PS_OP_CONV_FWD && e->expand_ring) {
-            const ps_conv_shape *c = &e->conv;
-            t.xring = (float *)(mine + align64(2 * (size_t)e->batch_cap * sizeof(float *)));
-            t.xtag = (int64_t *)((char *)t.xring + align64((size_t)(ring_rows(c) * ring_slot_floats(e)) * sizeof(float)));
-            for (int64_t i = 0; i < ring_rows(c); i++) t.xtag[i] = -1;
-        }
         run_thread(&t, fn, tid, nt);
     }
     if (e->kind == PS_OP_CONV_FWD && e->nchw) {

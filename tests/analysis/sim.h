@@ -1,8 +1,9 @@
 /* Brute-force reference for the analysis tests: runs the loop nest the
  * executor runs (lib/execution/run.c: band split over threads, tile walk,
  * conv segments (groups of filter columns, build.c) / C parts / batch r, s,
- * c-block, then ow, c, k — or, with few input channels, per filter row ow,
- * s, c, k over the expanded copy X; gemm parts,
+ * c-block, then ow, c, k — or, with few input channels (merged taps), per
+ * filter row ow, s, c, k, without the executor's column phases, as the model
+ * has it; gemm parts,
  * then j, kk, i), records every element-level iteration and its accesses,
  * and computes the dependences and working sets of docs/analysis.md by
  * walking the trace. Independent of lib/analysis (it uses the public
@@ -41,7 +42,7 @@ typedef struct sim {
     int op; /* 0 conv, 1 gemm, 2 matmul */
     int64_t N, C, K, H, W, R, S, OH, OW, sh, sw, pt, pl, dh, dw;
     int64_t m, n, k, batch;
-    int expand; /* build.c: one C block, ps_conv_expands: input read from the copy X[n][ih][ow][s][c] */
+    int merge_taps; /* build.c: one C block, ps_conv_merges_taps: one call per filter row over (s, c) */
     int64_t ext[PS_DIM_COUNT];
     int nloops, npar;
     ps_loop loops[PS_SCHEDULE_MAX_LOOPS];
@@ -73,9 +74,8 @@ static inline void sim_emit(sim *S, int th, int64_t band, int64_t n, int64_t kk,
     int64_t x[7] = {n, kk, oh, ow, c, r, s};
     memcpy(I->x, x, sizeof x);
     int64_t ih = oh * S->sh - S->pt + r * S->dh, iw = ow * S->sw - S->pl + s * S->dw;
-    int64_t nI = S->N * S->H * (S->expand ? S->OW * S->S : S->W) * S->C, nW = S->K * S->C * S->R * S->S;
-    I->e[SIM_IN] = S->expand ? (((n * S->H + ih) * S->OW + ow) * S->S + s) * S->C + c
-                             : ((n * S->H + ih) * S->W + iw) * S->C + c;
+    int64_t nI = S->N * S->H * S->W * S->C, nW = S->K * S->C * S->R * S->S;
+    I->e[SIM_IN] = ((n * S->H + ih) * S->W + iw) * S->C + c;
     I->e[SIM_WT] = nI + ((kk * S->C + c) * S->R + r) * S->S + s;
     I->e[SIM_OUT] = nI + nW + ((n * S->OH + oh) * S->OW + ow) * S->K + kk;
 }
@@ -134,7 +134,7 @@ static inline void sim_tile(sim *S, int th, int64_t band, const int64_t idx[PS_D
                 break;
             }
         }
-        if (S->expand) { /* per filter row one call over (s, c) */
+        if (S->merge_taps) { /* per filter row one call over (s, c) */
             for (int g = 0; g < ns && rhi > rlo; g++)
                 for (int64_t r = rlo; r < rhi; r++)
                     for (int64_t o = g_ow0[g]; o < g_ow0[g] + g_w[g]; o++)
@@ -281,7 +281,7 @@ static inline void sim_init_conv(sim *S, const ps_conv_desc *d, const ps_schedul
     S->OW = cs.OW;
     const ps_stage *sg = &sch->stages[0];
     S->m = sg->kernel.m; S->n = sg->kernel.n; S->k = sg->kernel.k; S->batch = sg->kernel.batch;
-    S->expand = sim_cdiv(S->C, S->k) == 1 && ps_conv_expands(&cs);
+    S->merge_taps = sim_cdiv(S->C, S->k) == 1 && ps_conv_merges_taps(&cs);
     S->ext[PS_DIM_N] = S->N;
     S->ext[PS_DIM_K] = sim_cdiv(S->K, S->m);
     S->ext[PS_DIM_OH] = S->OH;
@@ -387,7 +387,7 @@ static inline void sim_analyze(sim *S, sim_dep dep[3])
     memset(dep, 0, 3 * sizeof *dep);
     S->nin = 0;
     sim_run(S);
-    const int64_t nI = S->N * S->H * (S->expand ? S->OW * S->S : S->W) * S->C, nW = S->K * S->C * S->R * S->S;
+    const int64_t nI = S->N * S->H * S->W * S->C, nW = S->K * S->C * S->R * S->S;
     const int64_t nE = nI + nW + S->N * S->OH * S->OW * S->K;
     int rep = 0;
     for (int t = 0; t < S->nthreads; t++) {

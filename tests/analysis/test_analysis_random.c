@@ -75,7 +75,7 @@ static void gen_schedule(rng *r, const int64_t ext[PS_DIM_COUNT], const int *dim
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-static int failures, n_late_source, n_shared_only, n_segs, n_segs_reordered, n_expand;
+static int failures, n_late_source, n_shared_only, n_segs, n_segs_reordered, n_merged;
 
 static void print_case(const ps_desc *desc, const ps_schedule *s, int nt)
 {
@@ -124,7 +124,7 @@ static void check_case(int id, const ps_desc *desc, const ps_schedule *s, int nt
                     if (m.seg_slo[j] < m.seg_slo[j - 1]) reordered = 1;
             n_segs_reordered += reordered;
         }
-    n_expand += m.expand;
+    n_merged += m.merge_taps;
     psa_dep dep[PSA_NARR];
     if ((st = psa_analyze_fast(&m, dep))) {
         printf("case %d: analysis failed: %s\n", id, ps_last_error_message());
@@ -236,7 +236,7 @@ int main(void)
                 c->pad_bottom = rr(&r, 0, c->dilation_h * (c->R - 1));
                 c->pad_left = rr(&r, 0, c->dilation_w * (c->S - 1));
                 c->pad_right = rr(&r, 0, c->dilation_w * (c->S - 1));
-                if (id % 7 == 3) { /* expanded taps (ps_conv_expands: C in one block, R*K >= 128*sh) */
+                if (id % 7 == 3) { /* merged taps (ps_conv_merges_taps: C in one block, R*K >= 128*sh, dw = 1) */
                     c->C = rr(&r, 1, ks.k); c->K = rr(&r, 43, 50); c->R = 3; c->S = rr(&r, 2, 3);
                     c->stride_h = 1;
                     c->pad_top = rr(&r, 0, c->dilation_h * 2);
@@ -290,8 +290,8 @@ int main(void)
     }
     printf("%d cases (%d conv: %d strided, %d padded; %d gemm; %d parallel; %d also checked with isl; "
            "%d dependences with a late source, %d shared-only; %d with edge segments, %d of them reordered; "
-           "%d with expanded taps): %d failures\n",
+           "%d with merged taps): %d failures\n",
            count, nconv, nstrided, npadded, ngemm, npar, nisl, n_late_source, n_shared_only, n_segs, n_segs_reordered,
-           n_expand, failures);
+           n_merged, failures);
     return failures ? 1 : 0;
 }
