@@ -195,8 +195,18 @@ static void run_thread(const tile_ctx *t, tile_fn fn, int tid, int nt)
 
 static size_t align64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 
-/* Per thread: the batch address lists. */
-static size_t thread_bytes(const ps_exec *e) { return align64(2 * (size_t)e->batch_cap * sizeof(float *)); }
+/* Per thread: the batch address lists, in regions a page apart. Lists of
+ * the two threads in adjacent lines (one 128-byte pair) slowed whole layers
+ * down although no line is shared, as when a core's prefetcher pulls in the
+ * line the other keeps rewriting (vgga_01, DNN plan, 2 threads, one process
+ * per run: 1.47 / 2.09 / 2.10 ms with 64-byte regions, 1.01-1.06 ms a page
+ * apart; every other set 0.3-4% faster, docs/performance.md). */
+#define THREAD_REGION_ALIGN ((size_t)4096)
+static size_t thread_bytes(const ps_exec *e)
+{
+    const size_t b = 2 * (size_t)e->batch_cap * sizeof(float *);
+    return (b + THREAD_REGION_ALIGN - 1) / THREAD_REGION_ALIGN * THREAD_REGION_ALIGN;
+}
 
 size_t ps_exec_workspace_bytes(const ps_exec *e)
 {
