@@ -352,11 +352,13 @@ static void test_default(ps_context *ctx, const op_case *oc, const op_data *o)
     char text[512];
     TU_OK(ps_schedule_format(s, kind, text, sizeof text, NULL));
     /* loops appear in the order n k oh ow c (few-channel convs, C <= 16 with
-     * S > 1: n k ow oh c; gemm m n k), parallel ones only among the first four
+     * S > 1, undilated, R*K >= 128*stride_h: n k ow oh c; gemm m n k), parallel ones only among the first four
      * (gemm m n) and only as the outer band */
     static const char *conv_order[] = {"n", "k", "oh", "ow", "c"}, *strip_order[] = {"n", "k", "ow", "oh", "c"},
                       *gemm_order[] = {"m", "n", "k"};
-    const int strips = kind != PS_OP_GEMM && oc->desc.u.conv.C <= 16 && oc->desc.u.conv.S > 1;
+    const ps_conv_desc *cd = &oc->desc.u.conv;
+    const int strips = kind != PS_OP_GEMM && cd->C <= 16 && cd->S > 1 && cd->dilation_w == 1 &&
+                       cd->R * cd->K >= 128 * cd->stride_h;
     const char **order = kind == PS_OP_GEMM ? gemm_order : strips ? strip_order : conv_order;
     const int n_order = kind == PS_OP_GEMM ? 3 : 5, n_par = kind == PS_OP_GEMM ? 2 : 4;
     const char *q = strchr(text, ':');

@@ -315,12 +315,14 @@ ps_status ps_schedule_default(const ps_desc *desc, ps_schedule **out)
         ps_conv_shape c;
         ps_conv_shape_of(&desc->u.conv, &c);
         /* Column blocks join the band: a flattened 1x1 conv of one image has
-         * nothing else to share between threads. With few channels the
-         * executor expands input rows; walking each column strip down its
-         * rows (ow outside oh) reuses the expanded rows while they are in
-         * cache: 1.01-1.57x over rows outside columns on the six C = 3 first
-         * layers of the shared sets (docs/performance.md). */
-        const int strips = ps_conv_few_channels(&c);
+         * nothing else to share between threads. Convs whose filter-row taps
+         * the executor merges walk each column strip down its rows (ow
+         * outside oh): with the taps copied side by side (sessions 3-5) that
+         * reused the copies, 1.01-1.57x over rows outside columns; reading
+         * them in place, strips still measure 0.99-1.05x on those layers and
+         * rows 1.08x on mobilenet_01, which does not merge (exhaustive run,
+         * docs/performance.md). */
+        const int strips = ps_conv_merges_taps(&c);
         ps_schedule_add_loop(s, PS_DIM_N, 1, 1);
         ps_schedule_add_loop(s, PS_DIM_K, 1, 1);
         ps_schedule_add_loop(s, strips ? PS_DIM_OW : PS_DIM_OH, 1, 1);
