@@ -34,9 +34,10 @@ typedef struct ps_plan ps_plan;
 /* How the planner orders the candidate schedules. */
 typedef enum ps_ranker {
     PS_RANKER_DEFAULT = 0, /* the option that measured best (docs/performance.md): currently
-                              PS_RANKER_DNN for convolutions; for GEMMs PS_RANKER_NONE, and
-                              PS_RANKER_DNN with top_k > 1 (its order gives the best
-                              candidates to time); cost queries treat it as PS_RANKER_COST */
+                              PS_RANKER_DNN for convolutions of N >= 2 images; for one image
+                              and for GEMMs PS_RANKER_NONE; PS_RANKER_DNN with top_k > 1
+                              (its order gives the best candidates to time); cost queries
+                              treat it as PS_RANKER_COST */
     PS_RANKER_COST = 1,    /* PolyScientist cost model: Alg. 2 + Eq. 1 over isl working sets */
     PS_RANKER_DNN = 2,     /* PolyScientist-DNN: pairwise neural ranking of the variants' Alg. 2
                               working sets and shape statistics, round-robin tournament

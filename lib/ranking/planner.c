@@ -11,15 +11,19 @@
 #include "ranking/rank.h"
 
 /* Measured (docs/performance.md, against a low-noise re-timing of each
- * layer's front runners). Convolutions: the DNN's first choice, ~2% faster
- * than the fixed-order expert schedule on layers it was not trained on
- * (0.969-0.973 vs 0.948-0.953 of the best), for ~10 ms of cold planning.
- * GEMMs: the expert schedule (the DNN saw one GEMM in training and its first
- * choice ran at 0.80x the expert schedule); timed (top_k > 1): the DNN's order
- * gives the best candidates. */
-ps_ranker ps_planner_default_ranker(ps_op_kind kind, int top_k)
+ * layer's front runners). Convolutions of N >= 2 images: the DNN's first
+ * choice, ~2% faster than the fixed-order expert schedule on layers it was not
+ * trained on (0.969-0.973 vs 0.948-0.953 of the best), for ~10 ms of cold
+ * planning. One image: the expert schedule (the DNN was trained on N = 2
+ * timings only, and its first choice ran 1.5-1.8% slower than the expert
+ * schedule on ResNet-50 at N = 1 in three runs). GEMMs: the expert schedule
+ * (the DNN saw one GEMM in training and its first choice ran at 0.80x the
+ * expert schedule). Timed (top_k > 1): the DNN's order gives the best
+ * candidates. */
+ps_ranker ps_planner_default_ranker(const ps_desc *desc, int top_k)
 {
-    return kind == PS_OP_CONV_FWD || top_k > 1 ? PS_RANKER_DNN : PS_RANKER_NONE;
+    if (top_k > 1) return PS_RANKER_DNN;
+    return desc->kind == PS_OP_CONV_FWD && desc->u.conv.N >= 2 ? PS_RANKER_DNN : PS_RANKER_NONE;
 }
 
 /* Operands for timing candidates: allocated once for all of them. */
@@ -102,7 +106,7 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
                             ps_schedule **out)
 {
     *out = NULL;
-    if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker(desc->kind, top_k);
+    if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker(desc, top_k);
     if (ranker == PS_RANKER_NONE) return ps_schedule_default(desc, out);
     if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME && ranker != PS_RANKER_DNN)
         return ps_error(PS_ERR_UNSUPPORTED, "planner: ranker %d is not available in this build", (int)ranker);

@@ -10,8 +10,8 @@
 ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, ps_ranker ranker, int top_k,
                             ps_schedule **out);
 
-/* The ranker PS_RANKER_DEFAULT stands for, per operation, with top_k timing
- * or without. */
-ps_ranker ps_planner_default_ranker(ps_op_kind kind, int top_k);
+/* The ranker PS_RANKER_DEFAULT stands for, per operation (and batch size),
+ * with top_k timing or without. */
+ps_ranker ps_planner_default_ranker(const ps_desc *desc, int top_k);
 
 #endif

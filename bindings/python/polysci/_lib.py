@@ -57,7 +57,7 @@ class MatrixOrder(enum.IntEnum):
 
 class Ranker(enum.IntEnum):
     """ps_ranker: how the planner orders candidate schedules."""
-    DEFAULT = 0  # the ranker that measured best: DNN for convolutions, NONE for GEMMs
+    DEFAULT = 0  # the ranker that measured best: DNN for convolutions of N >= 2, else NONE
     COST = 1     # PolyScientist cost model
     DNN = 2      # pairwise neural ranking
     NONE = 3     # no search: the fixed-order default schedule
