@@ -290,11 +290,13 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
         ps_conv_shape c;
         ps_conv_shape_of(&desc->u.conv, &c);
         ks.m = pick_block(c.K, 64);
-        /* Merged-tap convs make q = ceil(S/sw) calls per column block, each
-         * over every q-th column: a block twice as wide keeps the calls as
-         * wide as other convs' (vgga_01, resnet_00, fastrcnn_01 with 48-60
-         * columns: 1.04-1.12x faster than with 25-28; docs/performance.md). */
-        ks.n = pick_width(c.OW, ps_conv_merges_taps(&c) ? 56 : 28);
+        /* Few-channel convs get blocks twice as wide: a call does little work
+         * per batch entry (k = C per tap, or merged taps split into q =
+         * ceil(S/sw) calls over every q-th column), so wider calls amortise
+         * its fixed cost (vgga_01, resnet_00, fastrcnn_01 merged, 48-60
+         * columns: 1.04-1.12x faster than 25-28; mobilenet_01 per tap, 56:
+         * 1.05-1.07x; docs/performance.md). */
+        ks.n = pick_width(c.OW, ps_conv_few_channels(&c) ? 56 : 28);
         ks.k = pick_block(c.C, 64);
         int64_t blocks = ceil_div(c.C, ks.k);
         ks.batch = (int)(blocks < 64 ? blocks : 64);
