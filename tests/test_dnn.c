@@ -10,7 +10,8 @@
  *    PS_RANKER_DEFAULT with top_k, which times the DNN's order) runs the
  *    tournament's choice and computes the right result; the default options
  *    run the DNN's first choice for a convolution of N >= 2 images and the
- *    fixed-order default schedule for one image and for a GEMM;
+ *    fixed-order default schedule for one image, and for a GEMM the expert
+ *    schedule (L2 band tiles where they balance over the threads);
  *  - the planning time of the tournament on a ~350-variant layer (printed,
  *    not asserted). */
 #define _POSIX_C_SOURCE 200809L
@@ -327,29 +328,62 @@ static void conv_default(ps_context *ctx, int64_t N)
              (long long)N);
 }
 
-static void gemm_default(ps_context *ctx)
+/* The schedule a GEMM plan runs with these options and threads, formatted. */
+static void gemm_plan_schedule(ps_context *ctx, const ps_desc *d, ps_ranker ranker, int threads, char *buf, size_t len)
 {
-    ps_desc d;
-    ps_desc_init_gemm(&d);
-    d.u.gemm.M = 96;
-    d.u.gemm.N = 80;
-    d.u.gemm.K = 64;
     ps_plan_options o;
     ps_plan_options_init(&o);
     o.flags = PS_PLAN_NO_CACHE;
+    o.ranker = ranker;
+    o.num_threads = threads;
     ps_plan *p = NULL;
-    ps_schedule *ds = NULL;
-    TU_CHECK(ps_plan_create(ctx, &d, &o, &p) == PS_SUCCESS, "GEMM plan: %s", ps_last_error_message());
-    TU_CHECK(ps_schedule_default(&d, &ds) == PS_SUCCESS, "GEMM default schedule: %s", ps_last_error_message());
-    if (p && ds) {
-        char got[512], want[512];
-        ps_schedule_format(ps_plan_get_schedule(p), PS_OP_GEMM, got, sizeof got, NULL);
-        ps_schedule_format(ds, PS_OP_GEMM, want, sizeof want, NULL);
-        TU_CHECK(!strcmp(got, want), "GEMM, default options: the plan runs '%s', not the default schedule '%s'", got,
-                 want);
-    }
-    ps_schedule_destroy(ds);
+    buf[0] = 0;
+    TU_CHECK(ps_plan_create(ctx, d, &o, &p) == PS_SUCCESS, "GEMM plan: %s", ps_last_error_message());
+    if (p) ps_schedule_format(ps_plan_get_schedule(p), PS_OP_GEMM, buf, len, NULL);
     ps_plan_destroy(p);
+}
+
+/* GEMMs, default options (and PS_RANKER_NONE): the expert schedule, with L2
+ * band tiles of 8 x 2 kernel blocks where they split over the threads as
+ * evenly as single blocks, else the fixed order. */
+static void gemm_default(ps_context *ctx)
+{
+    static const struct {
+        int64_t M, N, K;
+        int row_major, threads, tiled;
+    } cases[] = {
+        {1024, 1024, 4096, 0, 2, 1}, /* 16 x 22 blocks: 2 x 11 tiles, even */
+        {128, 2048, 4096, 1, 2, 1},  /* row-major: the executor's problem is 2048 x 128, 4 x 2 tiles */
+        {256, 256, 2048, 1, 2, 0},   /* 4 x 6 blocks: three tiles, 2:1 over two threads */
+        {256, 256, 2048, 1, 1, 1},   /* one thread: nothing to balance */
+        {96, 80, 64, 0, 2, 0},       /* one tile holds all four blocks */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ps_desc d;
+        ps_desc_init_gemm(&d);
+        d.u.gemm.M = cases[i].M;
+        d.u.gemm.N = cases[i].N;
+        d.u.gemm.K = cases[i].K;
+        d.u.gemm.order = cases[i].row_major ? PS_ROW_MAJOR : PS_COL_MAJOR;
+        char got[512], none[512], fixed[512] = "";
+        gemm_plan_schedule(ctx, &d, PS_RANKER_DEFAULT, cases[i].threads, got, sizeof got);
+        gemm_plan_schedule(ctx, &d, PS_RANKER_NONE, cases[i].threads, none, sizeof none);
+        ps_schedule *ds = NULL;
+        TU_CHECK(ps_schedule_default(&d, &ds) == PS_SUCCESS, "GEMM default schedule: %s", ps_last_error_message());
+        if (ds) ps_schedule_format(ds, PS_OP_GEMM, fixed, sizeof fixed, NULL);
+        ps_schedule_destroy(ds);
+        TU_CHECK(!strcmp(got, none), "GEMM %lldx%lldx%lld: default options run '%s', PS_RANKER_NONE '%s'",
+                 (long long)cases[i].M, (long long)cases[i].N, (long long)cases[i].K, got, none);
+        const char *loops = strchr(got, ':');
+        if (cases[i].tiled)
+            TU_CHECK(loops && !strcmp(loops, ": m:8* n:2* k m n"),
+                     "GEMM %lldx%lldx%lld on %d threads: default options run '%s', want L2 band tiles 'm:8* n:2* k m n'",
+                     (long long)cases[i].M, (long long)cases[i].N, (long long)cases[i].K, cases[i].threads, got);
+        else
+            TU_CHECK(!strcmp(got, fixed), "GEMM %lldx%lldx%lld on %d threads: default options run '%s', want the fixed "
+                     "order '%s'", (long long)cases[i].M, (long long)cases[i].N, (long long)cases[i].K,
+                     cases[i].threads, got, fixed);
+    }
 }
 
 /* Planning time of the tournament alone on a ResNet-50 3x3 layer (~350

@@ -379,6 +379,24 @@ static void test_default(ps_context *ctx, const op_case *oc, const op_data *o)
     TU_CHECK(ok, "%s: default schedule '%s' is not the documented fixed order", oc->name, text);
     run_and_check(ctx, oc, o, s, 2, text);
     ps_schedule_destroy(s);
+
+    /* The expert schedule (no search) on one thread, where nothing needs
+     * balancing: GEMMs get band tiles of 8 x 2 blocks around the reduction
+     * loop, larger than these small tile spaces (partial tiles). */
+    ps_plan_options po;
+    ps_plan_options_init(&po);
+    po.ranker = PS_RANKER_NONE;
+    po.num_threads = 1;
+    po.flags = PS_PLAN_NO_CACHE;
+    ps_plan *p = NULL;
+    TU_OK(ps_plan_create(ctx, &oc->desc, &po, &p));
+    if (!p) return;
+    TU_OK(ps_schedule_format(ps_plan_get_schedule(p), kind, text, sizeof text, NULL));
+    if (kind == PS_OP_GEMM)
+        TU_CHECK(strstr(text, ": m:8* n:2* k m n") != NULL, "%s: expert schedule on one thread '%s' has no band tiles",
+                 oc->name, text);
+    run_and_check(ctx, oc, o, ps_plan_get_schedule(p), 1, text);
+    ps_plan_destroy(p);
 }
 
 /* ------------------------------------------------------------ illegal schedules */

@@ -42,7 +42,10 @@ typedef enum ps_ranker {
     PS_RANKER_DNN = 2,     /* PolyScientist-DNN: pairwise neural ranking of the variants' Alg. 2
                               working sets and shape statistics, round-robin tournament
                               (see cost.h) */
-    PS_RANKER_NONE = 3,    /* no search: the fixed-order default schedule */
+    PS_RANKER_NONE = 3,    /* no search: the expert schedule for the plan's threads, which is
+                              ps_schedule_default's fixed loop order (for GEMMs with band tiles
+                              of 8 x 2 kernel blocks around the reduction loop, L2 blocking,
+                              where those split evenly over the threads) */
     PS_RANKER_VOLUME = 4   /* Eq. 1 over estimated data volumes per level instead of
                               working-set sizes (see docs/cost-model.md) */
 } ps_ranker;

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "execution/engine.h"
 #include "ranking/rank.h"
+#include "schedule/schedule_impl.h"
 
 /* Measured (docs/performance.md, against a low-noise re-timing of each
  * layer's front runners). Convolutions of N >= 2 images: the DNN's first
@@ -17,8 +18,8 @@
  * planning. One image: the expert schedule (the DNN was trained on N = 2
  * timings only, and its first choice ran 1.5-1.8% slower than the expert
  * schedule on ResNet-50 at N = 1 in three runs). GEMMs: the expert schedule
- * (the DNN saw one GEMM in training and its first choice ran at 0.80x the
- * expert schedule). Timed (top_k > 1): the DNN's order gives the best
+ * with its L2 band tiles (ps_schedule_expert; the DNN saw one GEMM in
+ * training and its first choice ran at 0.80x the fixed-order schedule). Timed (top_k > 1): the DNN's order gives the best
  * candidates. */
 ps_ranker ps_planner_default_ranker(const ps_desc *desc, int top_k)
 {
@@ -107,7 +108,7 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
 {
     *out = NULL;
     if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker(desc, top_k);
-    if (ranker == PS_RANKER_NONE) return ps_schedule_default(desc, out);
+    if (ranker == PS_RANKER_NONE) return ps_schedule_expert(desc, nthreads, out);
     if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME && ranker != PS_RANKER_DNN)
         return ps_error(PS_ERR_UNSUPPORTED, "planner: ranker %d is not available in this build", (int)ranker);
     ps_ranking r;
@@ -115,7 +116,7 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
     if (st) return st;
     if (r.n == 0) {
         ps_ranking_release(&r);
-        return ps_schedule_default(desc, out);
+        return ps_schedule_expert(desc, nthreads, out);
     }
     if (ctx->verbose >= 2) {
         for (int i = 0; i < r.n; i++) {
@@ -130,8 +131,8 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
     int pick = 0;
     ps_schedule *fallback = NULL;
     if (top_k > 1) {
-        /* The fixed-order default schedule is a candidate too: timing then
-         * never ends below what the default options would run. */
+        /* The expert schedule is a candidate too: timing then never ends
+         * below what the default options would run without it. */
         bench_buffers b;
         int k = top_k < r.n ? top_k : r.n;
         double best = 1e300, ms = 0.0;
@@ -141,7 +142,7 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
                     best = ms;
                     pick = i;
                 }
-            if (!st && !(st = ps_schedule_default(desc, &fallback)) &&
+            if (!st && !(st = ps_schedule_expert(desc, nthreads, &fallback)) &&
                 !(st = time_schedule(desc, fallback, nthreads, &b, &ms)) && ms < best)
                 pick = -1;
         }

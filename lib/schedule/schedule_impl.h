@@ -53,10 +53,18 @@ static inline int64_t ps_loop_trips(const ps_loop *l, int64_t left[PS_DIM_COUNT]
 /* The expert microkernel for a descriptor (PolyScientist's hand-chosen
  * BRGEMM shape): the widest register-friendly output-channel block (<= 64,
  * a multiple of 16 dividing the extent when one exists), a column block
- * (conv: the widest dividing the row, <= 28; gemm: 48) and a 64-wide reduction
+ * (conv: the widest dividing the row, <= 28, or <= 56 for few-channel convs;
+ * gemm: 48) and a 64-wide reduction
  * block; batch = every reduction block (capped). Default schedule and
  * variant space share it, so the planner ranks outer loops only. */
 ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
+
+/* The expert's schedule on nthreads threads, what the default options run
+ * when they do not search: ps_schedule_default's loop order and, for GEMMs,
+ * band tiles of 8 x 2 kernel blocks with the reduction loop inside them (L2
+ * blocking) where those tiles split over the threads as evenly as single
+ * blocks do. On success *out is the caller's. */
+ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, ps_schedule **out);
 
 /* Lower-case loop name of a dimension for an op kind ("oh", "m", ...). */
 const char *ps_dim_name(ps_op_kind kind, ps_dim dim);

@@ -60,7 +60,7 @@ class Ranker(enum.IntEnum):
     DEFAULT = 0  # the ranker that measured best: DNN for convolutions of N >= 2, else NONE
     COST = 1     # PolyScientist cost model
     DNN = 2      # pairwise neural ranking
-    NONE = 3     # no search: the fixed-order default schedule
+    NONE = 3     # no search: the expert schedule (fixed order; GEMMs: L2 band tiles)
     VOLUME = 4   # Eq. 1 over estimated data volumes per level
 
 
