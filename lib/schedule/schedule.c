@@ -339,20 +339,26 @@ ps_status ps_schedule_default(const ps_desc *desc, ps_schedule **out)
     return PS_SUCCESS;
 }
 
+/* Output elements in the first x iterations of a GEMM band of tiles of
+ * rows x cols elements walked row-tile-major (the last tiles partial). */
+static int64_t gemm_band_prefix(const ps_gemm_shape *g, int64_t rows, int64_t cols, int64_t x)
+{
+    const int64_t trips_n = ceil_div(g->N, cols), q = x / trips_n, r = x % trips_n;
+    const int64_t done = q * rows < g->M ? q * rows : g->M, left = g->M - done;
+    return done * g->N + (left < rows ? left : rows) * (r * cols < g->N ? r * cols : g->N);
+}
+
 /* Largest work any thread gets when nt threads split a GEMM's band as the
- * executor does (contiguous ranges of the row-tile-major iterations), in
- * output elements: tiles of tm x tn kernel blocks, the last ones partial. */
+ * executor does (contiguous ranges of iterations), tiles of tm x tn kernel
+ * blocks. */
 static int64_t gemm_makespan(const ps_gemm_shape *g, const ps_kernel_shape *ks, int64_t tm, int64_t tn, int nt)
 {
     const int64_t rows = tm * ks->m, cols = tn * ks->n;
-    const int64_t trips_n = ceil_div(g->N, cols), total = ceil_div(g->M, rows) * trips_n;
+    const int64_t total = ceil_div(g->M, rows) * ceil_div(g->N, cols);
     int64_t worst = 0;
     for (int t = 0; t < nt; t++) {
-        int64_t work = 0;
-        for (int64_t it = total * t / nt; it < total * (t + 1) / nt; it++) {
-            const int64_t i = it / trips_n, j = it % trips_n;
-            work += (g->M - i * rows < rows ? g->M - i * rows : rows) * (g->N - j * cols < cols ? g->N - j * cols : cols);
-        }
+        const int64_t work = gemm_band_prefix(g, rows, cols, total * (t + 1) / nt) -
+                             gemm_band_prefix(g, rows, cols, total * t / nt);
         if (work > worst) worst = work;
     }
     return worst;
