@@ -273,8 +273,13 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
 {
     ps_kernel_shape ks;
     if (desc->kind == PS_OP_GEMM) {
-        /* Blocks of the column-major problem the executor runs (a row-major
-         * GEMM is its transpose: M and N swap). Measured (docs/performance.md):
+        /* Sized on the column-major problem the executor runs (a row-major
+         * GEMM is its transpose: M and N swap). But the schedule's kernel is
+         * in the user's terms and the executor swaps it back, so for a
+         * row-major GEMM the 64-block is sized on N and applied along M, and
+         * the 48-cap comes from M and applies along N (M = 16, N = 4096: a
+         * 16 x 16 executor kernel). The same for the shared GEMM shapes (all
+         * dimensions >= 128); not re-measured. Measured (docs/performance.md):
          * 48-wide column blocks and 8 reduction blocks per call beat 16-24
          * wide and 16; 48 with a remainder block rather than the widest
          * dividing width (2048 columns: 32): K = 32 2.1-2.8 -> 1.6-1.7 ms,
@@ -339,26 +344,28 @@ ps_status ps_schedule_default(const ps_desc *desc, ps_schedule **out)
     return PS_SUCCESS;
 }
 
-/* Output elements in the first x iterations of a GEMM band of tiles of
- * rows x cols elements walked row-tile-major (the last tiles partial). */
-static int64_t gemm_band_prefix(const ps_gemm_shape *g, int64_t rows, int64_t cols, int64_t x)
+/* Elements of C in the first x iterations of a GEMM band of tiles of rows x
+ * cols elements walked row-tile-major (the last tiles partial). */
+static int64_t gemm_band_prefix(int64_t M, int64_t N, int64_t rows, int64_t cols, int64_t x)
 {
-    const int64_t trips_n = ceil_div(g->N, cols), q = x / trips_n, r = x % trips_n;
-    const int64_t done = q * rows < g->M ? q * rows : g->M, left = g->M - done;
-    return done * g->N + (left < rows ? left : rows) * (r * cols < g->N ? r * cols : g->N);
+    const int64_t trips_n = ceil_div(N, cols), q = x / trips_n, r = x % trips_n;
+    const int64_t done = q * rows < M ? q * rows : M, left = M - done;
+    return done * N + (left < rows ? left : rows) * (r * cols < N ? r * cols : N);
 }
 
-/* Largest work any thread gets when nt threads split a GEMM's band as the
- * executor does (contiguous ranges of iterations), tiles of tm x tn kernel
- * blocks. */
-static int64_t gemm_makespan(const ps_gemm_shape *g, const ps_kernel_shape *ks, int64_t tm, int64_t tn, int nt)
+/* Largest work any thread gets when nt threads split a GEMM's band of tiles
+ * of tm x tn kernel blocks as the executor does (contiguous ranges of
+ * iterations). In the schedule's terms, the user's rows (m) and columns (n)
+ * of C: the executor of a row-major GEMM swaps both the dimensions and the
+ * kernel's m and n, which leaves the walk the same. */
+static int64_t gemm_makespan(const ps_gemm_desc *g, const ps_kernel_shape *ks, int64_t tm, int64_t tn, int nt)
 {
     const int64_t rows = tm * ks->m, cols = tn * ks->n;
     const int64_t total = ceil_div(g->M, rows) * ceil_div(g->N, cols);
     int64_t worst = 0;
     for (int t = 0; t < nt; t++) {
-        const int64_t work = gemm_band_prefix(g, rows, cols, total * (t + 1) / nt) -
-                             gemm_band_prefix(g, rows, cols, total * t / nt);
+        const int64_t work = gemm_band_prefix(g->M, g->N, rows, cols, total * (t + 1) / nt) -
+                             gemm_band_prefix(g->M, g->N, rows, cols, total * t / nt);
         if (work > worst) worst = work;
     }
     return worst;
@@ -380,10 +387,9 @@ ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, ps_schedule **ou
      * evenly as single blocks do (docs/performance.md). */
     const int64_t tile_m = 8, tile_n = 2;
     const int nt = nthreads < 1 ? 1 : nthreads;
-    ps_gemm_shape g;
-    ps_gemm_shape_of(&desc->u.gemm, &g);
     const ps_kernel_shape ks = ps_schedule_expert_kernel(desc);
-    if (20 * gemm_makespan(&g, &ks, tile_m, tile_n, nt) > 21 * gemm_makespan(&g, &ks, 1, 1, nt)) return PS_SUCCESS;
+    const ps_gemm_desc *g = &desc->u.gemm;
+    if (20 * gemm_makespan(g, &ks, tile_m, tile_n, nt) > 21 * gemm_makespan(g, &ks, 1, 1, nt)) return PS_SUCCESS;
     ps_schedule *s;
     if ((st = ps_schedule_create(ks.m, ks.n, ks.k, ks.batch, &s))) {
         ps_schedule_destroy(*out);
