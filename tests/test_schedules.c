@@ -351,13 +351,13 @@ static void test_default(ps_context *ctx, const op_case *oc, const op_data *o)
     TU_OK(ps_schedule_check(s, &oc->desc));
     char text[512];
     TU_OK(ps_schedule_format(s, kind, text, sizeof text, NULL));
-    /* loops appear in the order n k oh ow c (few-channel convs, C <= 16 with
+    /* loops appear in the order n k oh ow c (few-channel convs of N >= 2 images, C <= 16 with
      * S > 1, undilated, R*K >= 128*stride_h: n k ow oh c; gemm m n k), parallel ones only among the first four
      * (gemm m n) and only as the outer band */
     static const char *conv_order[] = {"n", "k", "oh", "ow", "c"}, *strip_order[] = {"n", "k", "ow", "oh", "c"},
                       *gemm_order[] = {"m", "n", "k"};
     const ps_conv_desc *cd = &oc->desc.u.conv;
-    const int strips = kind != PS_OP_GEMM && cd->C <= 16 && cd->S > 1 && cd->dilation_w == 1 &&
+    const int strips = kind != PS_OP_GEMM && cd->N >= 2 && cd->C <= 16 && cd->S > 1 && cd->dilation_w == 1 &&
                        cd->R * cd->K >= 128 * cd->stride_h;
     const char **order = kind == PS_OP_GEMM ? gemm_order : strips ? strip_order : conv_order;
     const int n_order = kind == PS_OP_GEMM ? 3 : 5, n_par = kind == PS_OP_GEMM ? 2 : 4;
@@ -397,6 +397,34 @@ static void test_default(ps_context *ctx, const op_case *oc, const op_data *o)
                  oc->name, text);
     run_and_check(ctx, oc, o, ps_plan_get_schedule(p), 1, text);
     ps_plan_destroy(p);
+}
+
+/* Few-channel convs whose taps merge walk column strips (ow outside oh) in
+ * the default schedule, but not for one image, where the threads would split
+ * each row's strips; other convs walk rows. */
+static void test_strip_rule(void)
+{
+    static const struct {
+        int64_t N, C, K, R, S;
+        const char *loops;
+    } cases[] = {
+        {2, 3, 64, 3, 3, ": n* k* ow* oh* c"}, /* merged taps, two images: strips */
+        {1, 3, 64, 3, 3, ": n* k* oh* ow* c"}, /* one image: rows */
+        {2, 3, 32, 3, 3, ": n* k* oh* ow* c"}, /* R*K = 96 < 128: taps not merged */
+        {2, 32, 64, 3, 3, ": n* k* oh* ow* c"}, /* C > 16 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ps_desc d = conv_desc(cases[i].N, cases[i].C, cases[i].K, 16, 16, cases[i].R, cases[i].S);
+        d.u.conv.pad_top = d.u.conv.pad_bottom = d.u.conv.pad_left = d.u.conv.pad_right = 1;
+        ps_schedule *s = NULL;
+        char text[512] = "";
+        TU_OK(ps_schedule_default(&d, &s));
+        if (s) TU_OK(ps_schedule_format(s, PS_OP_CONV_FWD, text, sizeof text, NULL));
+        const char *loops = strchr(text, ':');
+        TU_CHECK(loops && !strcmp(loops, cases[i].loops), "N=%lld C=%lld K=%lld: default schedule '%s', want '... %s'",
+                 (long long)cases[i].N, (long long)cases[i].C, (long long)cases[i].K, text, cases[i].loops);
+        ps_schedule_destroy(s);
+    }
 }
 
 /* ------------------------------------------------------------ illegal schedules */
@@ -575,6 +603,7 @@ int main(void)
         free_data(&o);
     }
     test_invalid(ctx, cases);
+    test_strip_rule();
     test_spellings();
     ps_context_destroy(ctx);
     printf("test_schedules: max normalized error %.3g (<= 1 passes)\n", max_norm_err);

@@ -69,7 +69,7 @@ PS_API ps_status ps_schedule_check(const ps_schedule *sched, const ps_desc *desc
 
 /* __give *out: the fixed-loop-order default schedule for a descriptor (the
  * paper's "Microkernel" baseline): heuristic blocking, order n k oh ow c with
- * the n,k,oh,ow band parallel — n k ow oh c for convolutions with few input
+ * the n,k,oh,ow band parallel — n k ow oh c for convolutions of N >= 2 images with few input
  * channels (C <= 16), filters wider than 1 (undilated) and R*K >= 128*stride_h, whose
  * executor merges a filter row's taps into one reduction — (gemm: m n k with
  * m,n parallel). */

@@ -332,8 +332,11 @@ ps_status ps_schedule_default(const ps_desc *desc, ps_schedule **out)
          * reused the copies, 1.01-1.57x over rows outside columns; reading
          * them in place, strips still measure 0.99-1.05x on those layers and
          * rows 1.08x on mobilenet_01, which does not merge (exhaustive run,
-         * docs/performance.md). */
-        const int strips = ps_conv_merges_taps(&c);
+         * docs/performance.md). Not for one image: the threads then split
+         * each row's strips between them, and rows measured 1.23-1.34x on
+         * vgga_01 (N = 1, 2 threads, six alternating pairs), within 1.5% on
+         * the other merged first layers. */
+        const int strips = ps_conv_merges_taps(&c) && c.N >= 2;
         ps_schedule_add_loop(s, PS_DIM_N, 1, 1);
         ps_schedule_add_loop(s, PS_DIM_K, 1, 1);
         ps_schedule_add_loop(s, strips ? PS_DIM_OW : PS_DIM_OH, 1, 1);
