@@ -278,8 +278,10 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
          * in the user's terms and the executor swaps it back, so for a
          * row-major GEMM the 64-block is sized on N and applied along M, and
          * the 48-cap comes from M and applies along N (M = 16, N = 4096: a
-         * 16 x 16 executor kernel). The same for the shared GEMM shapes (all
-         * dimensions >= 128); not re-measured. Measured (docs/performance.md):
+         * 16 x 16 executor kernel). On the shared (row-major) GEMM shapes the
+         * orientation meant (schedule 48 x 64, executor 64 x 48) ran at
+         * 0.76-1.01x of this one (one run, docs/performance.md), so it stays.
+         * Measured (docs/performance.md):
          * 48-wide column blocks and 8 reduction blocks per call beat 16-24
          * wide and 16; 48 with a remainder block rather than the widest
          * dividing width (2048 columns: 32): K = 32 2.1-2.8 -> 1.6-1.7 ms,
