@@ -96,6 +96,20 @@ def geomean(v):
     return math.exp(sum(math.log(x) for x in v) / len(v))
 
 
+def perturbed(sets, change):
+    """Another run of `sets`: change(rows) gets a copy of one layer's rows and
+    returns (the rows that run has, the expectation for that layer); returns
+    ({set: rows}, {layer name: expectation})."""
+    out_sets, expect = {}, {}
+    for s, rows in sets.items():
+        out = []
+        for name in sorted({r["name"] for r in rows}):
+            layer_rows, expect[name] = change([dict(r) for r in rows if r["name"] == name])
+            out += layer_rows
+        out_sets[s] = out
+    return out_sets, expect
+
+
 def test_identical_replicate_scores_like_the_first_run(tmp_path):
     sets = make_rows(1)
     data = write_sets(str(tmp_path / "run1"), sets)
@@ -118,26 +132,21 @@ def test_replicate_oracle_is_run1_fastest_timed_in_run2(tmp_path):
     data = write_sets(str(tmp_path / "run1"), sets)
     # Run 2: every layer's run-1 fastest variant runs 1.25x slower, and one
     # variant per layer is missing from run 2 (only variants timed in both count).
-    rep_sets, expect = {}, []
-    for s, rows in sets.items():
-        out = []
-        for name in sorted({r["name"] for r in rows}):
-            lr = [dict(r) for r in rows if r["name"] == name]
-            fastest = min(lr, key=lambda r: float(r["ms"]))
-            fastest["ms"] = "%.4f" % (1.25 * float(fastest["ms"]))
-            slowest = max(lr, key=lambda r: float(r["ms"]))
-            lr = [r for r in lr if r is not slowest]
-            best2 = min(float(r["ms"]) for r in lr)
-            expect.append((name, best2 / float(fastest["ms"])))
-            out += lr
-        rep_sets[s] = out
+    def change(lr):
+        fastest = min(lr, key=lambda r: float(r["ms"]))
+        fastest["ms"] = "%.4f" % (1.25 * float(fastest["ms"]))
+        slowest = max(lr, key=lambda r: float(r["ms"]))
+        lr = [r for r in lr if r is not slowest]
+        return lr, min(float(r["ms"]) for r in lr) / float(fastest["ms"])
+
+    rep_sets, expect = perturbed(sets, change)
     rep = write_sets(str(tmp_path / "run2"), rep_sets)
     text = holdout_report(tmp_path, ["--replicate"] + rep, data)
     table = replicate_table(text)
     held = held_out_names(text)
     assert len(held) == 4
-    want_held = geomean([e for n, e in expect if n in held])
-    want_train = geomean([e for n, e in expect if n not in held])
+    want_held = geomean([e for n, e in expect.items() if n in held])
+    want_train = geomean([e for n, e in expect.items() if n not in held])
     assert table["held-out"][1] == pytest.approx(want_held, abs=6e-4)
     assert table["training"][1] == pytest.approx(want_train, abs=6e-4)
     assert table["held-out"][1] < 1.0
@@ -191,21 +200,16 @@ def test_retimed_scores_against_the_retimed_best(tmp_path):
     data = write_sets(str(tmp_path / "run1"), sets)
     # The re-timing: every variant at its run-1 time, except that each layer's
     # run-1 fastest runs 1.2x slower and Eq. 1's first choice 0.9x (faster).
-    expect = {}
-    rt_sets = {}
-    for s, rows in sets.items():
-        out = []
-        for name in sorted({x["name"] for x in rows}):
-            lr = [dict(x) for x in rows if x["name"] == name]
-            fastest = min(lr, key=lambda x: float(x["ms"]))
-            first = next(x for x in lr if x["rank_by_cost"] == 1)
-            fastest["ms"] = "%.6f" % (1.2 * float(fastest["ms"]))
-            if first is not fastest:
-                first["ms"] = "%.6f" % (0.9 * float(first["ms"]))
-            best = min(float(x["ms"]) for x in lr)
-            expect[name] = (best / float(fastest["ms"]), best / float(first["ms"]))
-            out += lr
-        rt_sets[s] = out
+    def change(lr):
+        fastest = min(lr, key=lambda x: float(x["ms"]))
+        first = next(x for x in lr if x["rank_by_cost"] == 1)
+        fastest["ms"] = "%.6f" % (1.2 * float(fastest["ms"]))
+        if first is not fastest:
+            first["ms"] = "%.6f" % (0.9 * float(first["ms"]))
+        best = min(float(x["ms"]) for x in lr)
+        return lr, (best / float(fastest["ms"]), best / float(first["ms"]))
+
+    rt_sets, expect = perturbed(sets, change)
     rt = write_sets(str(tmp_path / "retimed"), rt_sets)
     text = holdout_report(tmp_path, ["--retimed"] + rt, data)
     table = retimed_table(text)
