@@ -19,8 +19,8 @@
  * timings only, and its first choice ran 1.5-1.8% slower than the expert
  * schedule on ResNet-50 at N = 1 in three runs). GEMMs: the expert schedule
  * with its L2 band tiles (ps_schedule_expert; the DNN saw one GEMM in
- * training and its first choice ran at 0.80x the fixed-order schedule). Timed (top_k > 1): the DNN's order gives the best
- * candidates. */
+ * training and its first choice ran at 0.80x the fixed-order schedule).
+ * Timed (top_k > 1): the DNN's order gives the best candidates. */
 ps_ranker ps_planner_default_ranker(const ps_desc *desc, int top_k)
 {
     if (top_k > 1) return PS_RANKER_DNN;

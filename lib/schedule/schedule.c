@@ -378,8 +378,11 @@ static int64_t gemm_makespan(const ps_gemm_desc *g, const ps_kernel_shape *ks, i
 
 ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, ps_schedule **out)
 {
-    ps_status st = ps_schedule_default(desc, out);
-    if (st || desc->kind != PS_OP_GEMM) return st;
+    if (!out) return ps_error(PS_ERR_NULL_POINTER, "ps_schedule_expert: out is NULL");
+    *out = NULL;
+    ps_status st = ps_desc_validate(desc);
+    if (st) return st;
+    if (desc->kind != PS_OP_GEMM) return ps_schedule_default(desc, out);
     /* L2 blocking for GEMMs: band tiles of 8 row blocks x 2 column blocks
      * with the reduction-chunk loop inside them, so a chunk's B panel of the
      * tile (two blocks) stays in L2 while the tile's 8 A blocks stream past,
@@ -394,19 +397,15 @@ ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, ps_schedule **ou
     const int nt = nthreads < 1 ? 1 : nthreads;
     const ps_kernel_shape ks = ps_schedule_expert_kernel(desc);
     const ps_gemm_desc *g = &desc->u.gemm;
-    if (20 * gemm_makespan(g, &ks, tile_m, tile_n, nt) > 21 * gemm_makespan(g, &ks, 1, 1, nt)) return PS_SUCCESS;
+    if (20 * gemm_makespan(g, &ks, tile_m, tile_n, nt) > 21 * gemm_makespan(g, &ks, 1, 1, nt))
+        return ps_schedule_default(desc, out);
     ps_schedule *s;
-    if ((st = ps_schedule_create(ks.m, ks.n, ks.k, ks.batch, &s))) {
-        ps_schedule_destroy(*out);
-        *out = NULL;
-        return st;
-    }
+    if ((st = ps_schedule_create(ks.m, ks.n, ks.k, ks.batch, &s))) return st;
     ps_schedule_add_loop(s, PS_DIM_K, tile_m, 1);
     ps_schedule_add_loop(s, PS_DIM_OW, tile_n, 1);
     ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
     ps_schedule_add_loop(s, PS_DIM_K, 1, 0);
     ps_schedule_add_loop(s, PS_DIM_OW, 1, 0);
-    ps_schedule_destroy(*out);
     *out = s;
     return PS_SUCCESS;
 }
