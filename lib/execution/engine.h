@@ -97,6 +97,15 @@ typedef struct ps_exec_operands {
     void *workspace;       /* ps_exec_workspace_bytes, any alignment */
 } ps_exec_operands;
 
-void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops);
+/* Wall time of an execution's phases (PS_VERBOSE): `prepare` is the NCHW -> NHWC
+ * copy of a conv's input or the packing of a GEMM's operands, `kernels` the
+ * threads' walk of the schedule, `finish` the NHWC -> NCHW copy of the output.
+ * A phase the plan does not have stays 0. */
+typedef struct ps_exec_profile {
+    double prepare_ms, kernels_ms, finish_ms;
+} ps_exec_profile;
+
+/* Runs the plan; prof, when not NULL, receives the phase times. */
+void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile *prof);
 
 #endif

@@ -236,8 +236,9 @@ static void nhwc_to_nchw(const float *in, float *out, int64_t N, int64_t C, int6
             for (int64_t p = 0; p < HW; p++) out[(n * C + c) * HW + p] = in[(n * HW + p) * C + c];
 }
 
-void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
+void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile *prof)
 {
+    const double t_start = prof ? omp_get_wtime() : 0.0;
     char *ws = (char *)(((uintptr_t)ops->workspace + 63) & ~(uintptr_t)63);
     float *scratch = (float *)ws;
     tile_ctx base = {.e = e, .src = ops->src, .wei = ops->weights, .bias = ops->bias, .dst = ops->dst};
@@ -252,6 +253,17 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
         scratch_floats = (size_t)(ps_conv_src_elems(c) + ps_conv_dst_elems(c));
     } else if (e->kind == PS_OP_GEMM) {
         const ps_gemm_shape *g = &e->gemm;
+        if (g->alpha == 0.0f) {
+            /* C = beta * C: no product to compute, nothing to pack. */
+            const int64_t M = g->M, N = g->N, ldc = g->ldc;
+            const float beta = g->beta;
+            float *cm = ops->c;
+#pragma omp parallel for num_threads(e->nthreads) schedule(static)
+            for (int64_t j = 0; j < N; j++)
+                for (int64_t i = 0; i < M; i++) cm[i + j * ldc] = beta == 0.0f ? 0.0f : beta * cm[i + j * ldc];
+            if (prof) *prof = (ps_exec_profile){.kernels_ms = (omp_get_wtime() - t_start) * 1e3};
+            return;
+        }
         fn = gemm_tile;
         base.a = ops->a;
         base.b = ops->b;
@@ -311,17 +323,8 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
             next += e->ext[PS_DIM_OW] * n * KB * k;
         }
         scratch_floats = (size_t)(next - scratch);
-        if (g->alpha == 0.0f) {
-            /* C = beta * C: no product to compute. */
-            const int64_t M = g->M, N = g->N, ldc = g->ldc;
-            const float beta = g->beta;
-            float *cm = ops->c;
-#pragma omp parallel for num_threads(e->nthreads) schedule(static)
-            for (int64_t j = 0; j < N; j++)
-                for (int64_t i = 0; i < M; i++) cm[i + j * ldc] = beta == 0.0f ? 0.0f : beta * cm[i + j * ldc];
-            return;
-        }
     }
+    const double t_kernels = prof ? omp_get_wtime() : 0.0;
     char *per_thread = ws + align64(scratch_floats * sizeof(float));
 #pragma omp parallel num_threads(e->nthreads)
     {
@@ -332,9 +335,15 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops)
         t.bbuf = t.abuf + e->batch_cap;
         run_thread(&t, fn, tid, nt);
     }
+    const double t_finish = prof ? omp_get_wtime() : 0.0;
     if (e->kind == PS_OP_CONV_FWD && e->nchw) {
         const ps_conv_shape *c = &e->conv;
         nhwc_to_nchw(base.dst, ops->dst, c->N, c->K, c->OH * c->OW, e->nthreads);
+    }
+    if (prof) {
+        prof->prepare_ms = (t_kernels - t_start) * 1e3;
+        prof->kernels_ms = (t_finish - t_kernels) * 1e3;
+        prof->finish_ms = (omp_get_wtime() - t_finish) * 1e3;
     }
 }
 

@@ -64,14 +64,25 @@ ps_status ps_plan_options_check(const char *who, const ps_plan_options **opts, p
     return PS_SUCCESS;
 }
 
-/* PS_VERBOSE lines, like ONEDNN_VERBOSE: one per creation and execution. */
-static void ps_plan_verbose(const ps_plan *p, const char *what, double ms)
+/* PS_VERBOSE lines, like ONEDNN_VERBOSE: one per creation and execution;
+ * an execution's line ends with its phases (prof), those the plan has. */
+static void ps_plan_verbose(const ps_plan *p, const char *what, double ms, const ps_exec_profile *prof)
 {
-    char key[1024], sched[512];
+    char key[1024], sched[512], phases[160] = "";
     ps_plan_key(&p->desc, p->exec.nthreads, PS_RANKER_DEFAULT, 0, key, sizeof key);
     ps_schedule_format(p->schedule, p->desc.kind, sched, sizeof sched, NULL);
-    fprintf(stderr, "polysci_verbose,%s,%s,%s,%s,%.4f\n", what, key, sched,
-            strcmp(what, "create") ? "-" : (p->from_cache ? "cache_hit" : "planned"), ms);
+    if (prof) {
+        const ps_exec *e = &p->exec;
+        if (e->kind == PS_OP_GEMM)
+            snprintf(phases, sizeof phases, ",pack=%.4f kernels=%.4f", prof->prepare_ms, prof->kernels_ms);
+        else if (e->nchw)
+            snprintf(phases, sizeof phases, ",to_nhwc=%.4f kernels=%.4f to_nchw=%.4f", prof->prepare_ms,
+                     prof->kernels_ms, prof->finish_ms);
+        else
+            snprintf(phases, sizeof phases, ",kernels=%.4f", prof->kernels_ms);
+    }
+    fprintf(stderr, "polysci_verbose,%s,%s,%s,%s,%.4f%s\n", what, key, sched,
+            strcmp(what, "create") ? "-" : (p->from_cache ? "cache_hit" : "planned"), ms, phases);
 }
 
 ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_options *opts, ps_plan **out)
@@ -125,7 +136,7 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
     /* Only a plan that was built completely teaches the cache anything. */
     if (remember && (st = ps_cache_insert(ctx, key, p->schedule))) goto fail;
     p->create_ms = now_ms() - t0;
-    if (ctx->verbose) ps_plan_verbose(p, "create", p->create_ms);
+    if (ctx->verbose) ps_plan_verbose(p, "create", p->create_ms, NULL);
     *out = p;
     return PS_SUCCESS;
 fail:
@@ -275,11 +286,12 @@ ps_status ps_plan_execute(const ps_plan *plan, const ps_exec_args *args)
         ops.workspace = own;
     }
     if (plan->ctx->verbose) {
+        ps_exec_profile prof;
         double t0 = now_ms();
-        ps_exec_run(&plan->exec, &ops);
-        ps_plan_verbose(plan, "exec", now_ms() - t0);
+        ps_exec_run(&plan->exec, &ops, &prof);
+        ps_plan_verbose(plan, "exec", now_ms() - t0, &prof);
     } else {
-        ps_exec_run(&plan->exec, &ops);
+        ps_exec_run(&plan->exec, &ops, NULL);
     }
     free(own);
     return PS_SUCCESS;

@@ -90,11 +90,11 @@ static ps_status time_schedule(const ps_desc *desc, const ps_schedule *s, int nt
     if (desc->kind == PS_OP_CONV_FWD) ps_exec_pack_weights(&e, desc->u.conv.weight_layout, b->wraw, b->wpacked);
     ps_exec_operands ops = {.src = b->src, .weights = b->wpacked, .bias = b->wraw, .dst = b->dst,
                             .a = b->a, .b = b->b, .c = b->c, .workspace = b->ws};
-    ps_exec_run(&e, &ops);
+    ps_exec_run(&e, &ops, NULL);
     double best = 1e300;
     for (int r = 0; r < 3; r++) {
         double t0 = omp_get_wtime();
-        ps_exec_run(&e, &ops);
+        ps_exec_run(&e, &ops, NULL);
         double t = (omp_get_wtime() - t0) * 1e3;
         if (t < best) best = t;
     }
