@@ -10,8 +10,9 @@
  *    PS_RANKER_DEFAULT with top_k, which times the DNN's order) runs the
  *    tournament's choice and computes the right result; the default options
  *    run the DNN's first choice for a convolution of N >= 2 images and the
- *    fixed-order default schedule for one image, and for a GEMM the expert
- *    schedule (L2 band tiles where they balance over the threads);
+ *    expert schedule for one image and for a GEMM; the expert's rules: convs
+ *    whose weights fit in half of L2 run input-stationary, GEMMs get L2 band
+ *    tiles where they balance over the threads;
  *  - the planning time of the tournament on a ~350-variant layer (printed,
  *    not asserted). */
 #define _POSIX_C_SOURCE 200809L
@@ -26,6 +27,7 @@
 #include "ranking/dnn.h"
 #include "ranking/rank.h"
 #include "reference.h"
+#include "schedule/schedule_impl.h"
 #include "test_util.h"
 
 
@@ -250,10 +252,11 @@ static void plan(ps_context *ctx, ps_ranker ranker, int top_k)
         ps_cost_report_get(rep, i, &v);
         if (!strcmp(v.schedule, text)) at = i;
     }
-    /* With timing, the default schedule competes too. */
+    /* With timing, the expert schedule competes too. */
     char dflt[512] = "";
     ps_schedule *ds = NULL;
-    if (ps_schedule_default(&d, &ds) == PS_SUCCESS) ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, sizeof dflt, NULL);
+    if (ps_schedule_expert(&d, 2, ps_machine_cache_bytes(&ctx->machine, 2), &ds) == PS_SUCCESS)
+        ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, sizeof dflt, NULL);
     ps_schedule_destroy(ds);
     TU_CHECK((at >= 0 && at < (top_k > 1 ? top_k : 1)) || (top_k > 1 && !strcmp(text, dflt)),
           "top_k %d: the plan runs '%s', tournament place %d", top_k, text, at + 1);
@@ -287,10 +290,10 @@ done:
 }
 
 /* For convolutions of N >= 2 images the default options run the DNN's first
- * choice, for one image the fixed-order default schedule. Checked on shapes
- * where the two differ (at least one per batch size must, so the test cannot
- * pass by coincidence; the choice depends on the machine's caches); for GEMMs
- * the static default stays the expert schedule (docs/performance.md). */
+ * choice, for one image the expert schedule. Checked on shapes where the two
+ * differ (at least one per batch size must, so the test cannot pass by
+ * coincidence; both depend on the machine's caches); for GEMMs the static
+ * default stays the expert schedule (docs/performance.md). */
 static void conv_default(ps_context *ctx, int64_t N)
 {
     static const int64_t shapes[][4] = {{64, 128, 14, 1}, {128, 128, 14, 3}, {64, 256, 28, 1}}; /* C K HW R */
@@ -307,7 +310,8 @@ static void conv_default(ps_context *ctx, int64_t N)
         TU_CHECK(ps_plan_create(ctx, &d, &o, &p) == PS_SUCCESS, "conv plan: %s", ps_last_error_message());
         o.ranker = PS_RANKER_DNN;
         TU_CHECK(ps_cost_query(ctx, &d, &o, &rep) == PS_SUCCESS, "DNN cost query: %s", ps_last_error_message());
-        TU_CHECK(ps_schedule_default(&d, &ds) == PS_SUCCESS, "default schedule: %s", ps_last_error_message());
+        TU_CHECK(ps_schedule_expert(&d, 2, ps_machine_cache_bytes(&ctx->machine, 2), &ds) == PS_SUCCESS,
+                 "expert schedule: %s", ps_last_error_message());
         ps_variant_cost first;
         if (p && ds && rep && ps_cost_report_get(rep, 0, &first) == PS_SUCCESS) {
             char got[512], dflt[512];
@@ -317,15 +321,74 @@ static void conv_default(ps_context *ctx, int64_t N)
                 checked++;
                 const char *want = N >= 2 ? first.schedule : dflt;
                 TU_CHECK(!strcmp(got, want), "conv, N=%lld, default options: the plan runs '%s', expected '%s' "
-                         "(DNN's first '%s', default schedule '%s')", (long long)N, got, want, first.schedule, dflt);
+                         "(DNN's first '%s', expert schedule '%s')", (long long)N, got, want, first.schedule, dflt);
             }
         }
         ps_cost_report_destroy(rep);
         ps_schedule_destroy(ds);
         ps_plan_destroy(p);
     }
-    TU_CHECK(checked > 0, "N=%lld: no shape where the DNN's first choice differs from the default schedule",
+    TU_CHECK(checked > 0, "N=%lld: no shape where the DNN's first choice differs from the expert schedule",
              (long long)N);
+}
+
+/* The expert's conv rule: input-stationary loops (every output-channel block
+ * innermost, over a tile of input) when the weights fit in half of L2 and its
+ * tiles split evenly over the threads (2 here), else ps_schedule_default's order; with L2 unknown (0) always the latter. The
+ * plans themselves run against the reference in test_schedules (no search,
+ * small weights). */
+static void conv_expert_rule(ps_context *ctx)
+{
+    static const struct {
+        int64_t N, C, K, HW, R;
+        size_t l2;
+        int stationary;
+    } cases[] = {
+        {1, 64, 256, 28, 1, 128 << 10, 1},       /* 64 KiB of weights, exactly half of L2; 28 tiles */
+        {1, 64, 256, 28, 1, (128 << 10) - 4, 0}, /* one float more than half */
+        {2, 128, 128, 14, 3, 1 << 20, 0},        /* 576 KiB > 512 KiB */
+        {2, 64, 64, 14, 3, 1 << 20, 1},          /* 144 KiB, two images */
+        {2, 3, 64, 14, 3, 1 << 20, 0},           /* merged taps: the default's strips */
+        {1, 64, 256, 14, 1, 0, 0},               /* L2 unknown */
+        {1, 256, 512, 14, 1, 1 << 20, 0},        /* mobilenet_07 at N = 1: 512 KiB, but 7 tiles for 2 threads */
+        {2, 256, 512, 14, 1, 1 << 20, 1},        /* the same, two images: 14 tiles */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ps_desc d;
+        conv_shape(&d, cases[i].N, cases[i].C, cases[i].K, cases[i].HW, cases[i].R);
+        ps_schedule *ex = NULL, *ds = NULL;
+        char got[512] = "", dflt[512] = "";
+        TU_CHECK(ps_schedule_expert(&d, 2, cases[i].l2, &ex) == PS_SUCCESS, "expert: %s", ps_last_error_message());
+        TU_CHECK(ps_schedule_default(&d, &ds) == PS_SUCCESS, "default: %s", ps_last_error_message());
+        if (ex) ps_schedule_format(ex, PS_OP_CONV_FWD, got, sizeof got, NULL);
+        if (ds) ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, sizeof dflt, NULL);
+        const char *loops = strchr(got, ':');
+        if (cases[i].stationary)
+            TU_CHECK(loops && !strcmp(loops, ": n* oh* ow* c k") && !strncmp(got, dflt, (size_t)(loops - got)),
+                     "case %zu: expert '%s', want the default's kernel with ': n* oh* ow* c k' (default '%s')", i, got,
+                     dflt);
+        else
+            TU_CHECK(!strcmp(got, dflt), "case %zu: expert '%s', want the default schedule '%s'", i, got, dflt);
+        ps_schedule_destroy(ex);
+        ps_schedule_destroy(ds);
+    }
+    /* Through the planner: one image, default options, the context's L2. */
+    const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2);
+    ps_desc d;
+    conv_shape(&d, 1, 16, 32, 14, 1); /* 2 KiB of weights */
+    ps_plan_options o;
+    ps_plan_options_init(&o);
+    o.flags = PS_PLAN_NO_CACHE;
+    ps_plan *p = NULL;
+    TU_CHECK(ps_plan_create(ctx, &d, &o, &p) == PS_SUCCESS, "plan: %s", ps_last_error_message());
+    if (p && l2 >= 4096) {
+        char got[512];
+        ps_schedule_format(ps_plan_get_schedule(p), PS_OP_CONV_FWD, got, sizeof got, NULL);
+        const char *loops = strchr(got, ':');
+        TU_CHECK(loops && !strcmp(loops, ": n* oh* ow* c k"), "one image, 2 KiB of weights, L2 %zu: plan runs '%s'",
+                 l2, got);
+    }
+    ps_plan_destroy(p);
 }
 
 /* The schedule a GEMM plan runs with these options and threads, formatted. */
@@ -434,6 +497,7 @@ int main(int argc, char **argv)
         plan(ctx, PS_RANKER_DEFAULT, 3);
         conv_default(ctx, 2);
         conv_default(ctx, 1);
+        conv_expert_rule(ctx);
         gemm_default(ctx);
         timing(ctx);
         ps_context_destroy(ctx);

@@ -382,7 +382,9 @@ static void test_default(ps_context *ctx, const op_case *oc, const op_data *o)
 
     /* The expert schedule (no search) on one thread, where nothing needs
      * balancing: GEMMs get band tiles of 8 x 2 blocks around the reduction
-     * loop, larger than these small tile spaces (partial tiles). */
+     * loop, larger than these small tile spaces (partial tiles); these convs'
+     * weights are small, so they run the input-stationary order (output-
+     * channel blocks innermost, after the reduction loop). */
     ps_plan_options po;
     ps_plan_options_init(&po);
     po.ranker = PS_RANKER_NONE;

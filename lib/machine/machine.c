@@ -395,6 +395,13 @@ static const size_t plaus_lo[PS_MAX_CACHE_LEVELS] = {8 * KIB, 64 * KIB, 256 * KI
 static const size_t plaus_hi[PS_MAX_CACHE_LEVELS] = {256 * KIB, 32 * MIB, 128 * MIB, GIB};
 static const size_t default_size[PS_MAX_CACHE_LEVELS] = {32 * KIB, MIB, 32 * MIB, 128 * MIB};
 
+size_t ps_machine_cache_bytes(const ps_machine *m, int level)
+{
+    for (int i = 0; i < m->n_levels; i++)
+        if (m->levels[i].level == level) return m->levels[i].size_bytes;
+    return 0;
+}
+
 int ps_machine_cache_plausible(int level, size_t size, size_t below, char *why, size_t why_len)
 {
     char a[24], b[24];

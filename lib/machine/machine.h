@@ -74,6 +74,9 @@ typedef struct ps_machine {
     char cpu_key[48];         /* vendor-family-model-stepping; part of the profile key */
 } ps_machine;
 
+/* Capacity of one instance of cache `level` (1, 2, ...), 0 if there is none. */
+size_t ps_machine_cache_bytes(const ps_machine *m, int level);
+
 /* Detects caches (hwloc, cross-checked with sysfs/CPUID, PS_CACHE_SIZES
  * override), cores and performance characteristics. Never fails on odd
  * hardware: implausible values fall back to documented defaults, noted in

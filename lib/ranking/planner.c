@@ -107,8 +107,9 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
                             ps_schedule **out)
 {
     *out = NULL;
+    const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2); /* the expert's conv rule */
     if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker(desc, top_k);
-    if (ranker == PS_RANKER_NONE) return ps_schedule_expert(desc, nthreads, out);
+    if (ranker == PS_RANKER_NONE) return ps_schedule_expert(desc, nthreads, l2, out);
     if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME && ranker != PS_RANKER_DNN)
         return ps_error(PS_ERR_UNSUPPORTED, "planner: ranker %d is not available in this build", (int)ranker);
     ps_ranking r;
@@ -116,7 +117,7 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
     if (st) return st;
     if (r.n == 0) {
         ps_ranking_release(&r);
-        return ps_schedule_expert(desc, nthreads, out);
+        return ps_schedule_expert(desc, nthreads, l2, out);
     }
     if (ctx->verbose >= 2) {
         for (int i = 0; i < r.n; i++) {
@@ -142,7 +143,7 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
                     best = ms;
                     pick = i;
                 }
-            if (!st && !(st = ps_schedule_expert(desc, nthreads, &fallback)) &&
+            if (!st && !(st = ps_schedule_expert(desc, nthreads, l2, &fallback)) &&
                 !(st = time_schedule(desc, fallback, nthreads, &b, &ms)) && ms < best)
                 pick = -1;
         }

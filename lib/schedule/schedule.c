@@ -376,13 +376,55 @@ static int64_t gemm_makespan(const ps_gemm_desc *g, const ps_kernel_shape *ks, i
     return worst;
 }
 
-ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, ps_schedule **out)
+/* Convs whose filter bank fits in half of L2 run input-stationary: the
+ * threads share (image, row, column block) tiles and each runs every
+ * output-channel block over its tile's input while it is in cache, the
+ * weights staying in L2 beside it; the fixed order (output-channel blocks
+ * outside the rows) reads each input tile once per output-channel block.
+ * Measured on the VM (2 threads, one process per set, that order beside the
+ * fixed one in the alternating trials, all 75 layers of the six shared
+ * sets): weights <= 512 KiB, 37 layers: 1.042x at N = 1 (0.905-1.175;
+ * below 0.98 only mobilenet_07), 1.022x at N = 2 (0.976-1.076); weights of
+ * 1-2 MiB: 0.51-1.05x; larger: 0.50-1.02x (docs/performance.md). The
+ * one-image default afterwards: ResNet-50 1.02x the fixed order.
+ * mobilenet_07 at N = 1 (0.905, 0.917 in a second run) has 7 tiles for 2
+ * threads: only where the tiles split over the threads within 5% as evenly
+ * as the fixed order's (tiles x output-channel blocks) do. Convs with merged
+ * taps keep the default's walk (strips for N >= 2: resnet_00 at N = 2 ran
+ * rows at 0.975-1.012x of strips in four runs; their weights are one or two
+ * output-channel blocks, so the order of k hardly matters). */
+static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, ps_schedule **out)
+{
+    ps_conv_shape c;
+    ps_conv_shape_of(&desc->u.conv, &c);
+    const double weight_bytes = (double)ps_conv_weight_elems(&c) * sizeof(float);
+    if (!l2_bytes || 2 * weight_bytes > (double)l2_bytes || ps_conv_merges_taps(&c))
+        return ps_schedule_default(desc, out);
+    const ps_kernel_shape ks = ps_schedule_expert_kernel(desc);
+    int64_t ext[PS_DIM_COUNT];
+    ps_tile_space_extents(desc, &ks, ext);
+    const int64_t nt = nthreads < 1 ? 1 : nthreads, tiles = ext[PS_DIM_N] * ext[PS_DIM_OH] * ext[PS_DIM_OW];
+    if (20 * ceil_div(tiles, nt) * ext[PS_DIM_K] > 21 * ceil_div(tiles * ext[PS_DIM_K], nt))
+        return ps_schedule_default(desc, out);
+    ps_schedule *s;
+    ps_status st = ps_schedule_create(ks.m, ks.n, ks.k, ks.batch, &s);
+    if (st) return st;
+    ps_schedule_add_loop(s, PS_DIM_N, 1, 1);
+    ps_schedule_add_loop(s, PS_DIM_OH, 1, 1);
+    ps_schedule_add_loop(s, PS_DIM_OW, 1, 1);
+    ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
+    ps_schedule_add_loop(s, PS_DIM_K, 1, 0);
+    *out = s;
+    return PS_SUCCESS;
+}
+
+ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, ps_schedule **out)
 {
     if (!out) return ps_error(PS_ERR_NULL_POINTER, "ps_schedule_expert: out is NULL");
     *out = NULL;
     ps_status st = ps_desc_validate(desc);
     if (st) return st;
-    if (desc->kind != PS_OP_GEMM) return ps_schedule_default(desc, out);
+    if (desc->kind != PS_OP_GEMM) return conv_expert(desc, nthreads, l2_bytes, out);
     /* L2 blocking for GEMMs: band tiles of 8 row blocks x 2 column blocks
      * with the reduction-chunk loop inside them, so a chunk's B panel of the
      * tile (two blocks) stays in L2 while the tile's 8 A blocks stream past,
