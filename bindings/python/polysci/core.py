@@ -834,8 +834,10 @@ class Plan:
     or schedule text. num_threads: 0 = the context's. ranker: "default"
     (what measured best: "dnn" for convolutions, "none" for GEMMs),
     "cost" (PolyScientist cost model), "dnn" (pairwise neural ranking) or
-    "none" (no search: the expert schedule, Schedule.default's order with
-    L2 band tiles for GEMMs where they balance over the threads). top_k:
+    "none" (no search: the expert schedule: Schedule.default's kernel, the
+    input-stationary order for convolutions whose weights fit in half of L2,
+    else Schedule.default's order, with L2 band tiles for GEMMs where they
+    balance over the threads). top_k:
     time the k best-ranked variants and the expert schedule, keep the fastest (0/1: purely static;
     with ranker "default" the candidates are the DNN's first k). cache=False: neither
     read nor fill the context's plan cache. The plan holds a reference to
