@@ -381,18 +381,16 @@ static int64_t gemm_makespan(const ps_gemm_desc *g, const ps_kernel_shape *ks, i
  * output-channel block over its tile's input while it is in cache, the
  * weights staying in L2 beside it; the fixed order (output-channel blocks
  * outside the rows) reads each input tile once per output-channel block.
- * Measured on the VM (2 threads, one process per set, that order beside the
- * fixed one in the alternating trials, all 75 layers of the six shared
- * sets): weights <= 512 KiB, 37 layers: 1.042x at N = 1 (0.905-1.175;
- * below 0.98 only mobilenet_07), 1.022x at N = 2 (0.976-1.076); weights of
- * 1-2 MiB: 0.51-1.05x; larger: 0.50-1.02x (docs/performance.md). The
- * one-image default afterwards: ResNet-50 1.02x the fixed order.
- * mobilenet_07 at N = 1 (0.905, 0.917 in a second run) has 7 tiles for 2
- * threads: only where the tiles split over the threads within 5% as evenly
- * as the fixed order's (tiles x output-channel blocks) do. Convs with merged
- * taps keep the default's walk (strips for N >= 2: resnet_00 at N = 2 ran
- * rows at 0.975-1.012x of strips in four runs; their weights are one or two
- * output-channel blocks, so the order of k hardly matters). */
+ * Measured on the VM (2 threads, that order beside the fixed one in the
+ * alternating trials, all 75 layers of the six shared sets): weights
+ * <= 512 KiB, 37 layers: 1.042x at N = 1 (0.905-1.175), 1.022x at N = 2
+ * (0.976-1.076); 1-2 MiB: 0.51-1.05x; larger: 0.50-1.02x. Two conditions
+ * more: the tiles must split over the threads within 5% as evenly as the
+ * fixed order's (tiles x output-channel blocks) do (mobilenet_07 at N = 1,
+ * 7 tiles for 2 threads, ran at 0.905 and 0.917), and convs with merged
+ * taps keep the default's walk (strips for N >= 2; resnet_00 at N = 2 ran
+ * rows at 0.975-1.012x of strips in four runs). ResNet-50 at N = 1 (the
+ * one-image default) then: 1.02x the fixed order (docs/performance.md). */
 static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, ps_schedule **out)
 {
     ps_conv_shape c;
