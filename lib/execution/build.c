@@ -124,6 +124,7 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
         ps_conv_segment *sg = &e->segs[i];
         if (e->merge_taps) {
             const int64_t q = e->tap_phases, taps = sg->s_hi - sg->s_lo;
+            sg->wide_phases = sg->width % q ? sg->width % q : q;
             if ((st = dispatch_set(&sg->kernels, e, ceil_div(sg->width, q), taps, e->ks.m, e->m_tail, q * ldb, q * ldc)))
                 return st;
             if (sg->width % q && sg->width / q > 0 &&

@@ -30,6 +30,7 @@ typedef struct ps_conv_segment {
     int64_t s_lo, s_hi;
     ps_kernel_set kernels;
     ps_kernel_set kernels_narrow; /* merge_taps: phases one column narrower (width % q) */
+    int64_t wide_phases;          /* merge_taps: phases p < wide_phases use kernels, the rest kernels_narrow */
 } ps_conv_segment;
 
 typedef struct ps_exec {

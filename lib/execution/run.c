@@ -81,7 +81,7 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
                         t->abuf[cnt] = wblk + (r * c->S + sg->s_lo) * c->C * mk;
                         t->bbuf[cnt] = at + (ih0 + r * c->dh) * c->W * c->C;
                     }
-                    const ps_kernel_set *ks = p < sg->width % q || sg->width % q == 0 ? &sg->kernels : &sg->kernels_narrow;
+                    const ps_kernel_set *ks = p < sg->wide_phases ? &sg->kernels : &sg->kernels_narrow;
                     ks->fn[mt][part][beta](t->abuf, t->bbuf, ct + p * c->K, &cnt);
                 }
                 beta = 1;
