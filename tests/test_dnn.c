@@ -332,6 +332,22 @@ static void conv_default(ps_context *ctx, int64_t N)
              (long long)N);
 }
 
+/* The schedule a plan runs with these options (threads 0: the context's),
+ * formatted; empty if planning failed. */
+static void plan_schedule(ps_context *ctx, const ps_desc *d, ps_ranker ranker, int threads, char *buf, size_t len)
+{
+    ps_plan_options o;
+    ps_plan_options_init(&o);
+    o.flags = PS_PLAN_NO_CACHE;
+    o.ranker = ranker;
+    o.num_threads = threads;
+    ps_plan *p = NULL;
+    buf[0] = 0;
+    TU_CHECK(ps_plan_create(ctx, d, &o, &p) == PS_SUCCESS, "plan: %s", ps_last_error_message());
+    if (p) ps_schedule_format(ps_plan_get_schedule(p), d->kind, buf, len, NULL);
+    ps_plan_destroy(p);
+}
+
 /* The expert's conv rule: input-stationary loops (every output-channel block
  * innermost, over a tile of input) when the weights fit in half of L2 and its
  * tiles split evenly over the threads (2 here), else ps_schedule_default's order; with L2 unknown (0) always the latter. The
@@ -376,34 +392,13 @@ static void conv_expert_rule(ps_context *ctx)
     const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2);
     ps_desc d;
     conv_shape(&d, 1, 16, 32, 14, 1); /* 2 KiB of weights */
-    ps_plan_options o;
-    ps_plan_options_init(&o);
-    o.flags = PS_PLAN_NO_CACHE;
-    ps_plan *p = NULL;
-    TU_CHECK(ps_plan_create(ctx, &d, &o, &p) == PS_SUCCESS, "plan: %s", ps_last_error_message());
-    if (p && l2 >= 4096) {
-        char got[512];
-        ps_schedule_format(ps_plan_get_schedule(p), PS_OP_CONV_FWD, got, sizeof got, NULL);
+    char got[512];
+    plan_schedule(ctx, &d, PS_RANKER_DEFAULT, 0, got, sizeof got);
+    if (got[0] && l2 >= 4096) {
         const char *loops = strchr(got, ':');
         TU_CHECK(loops && !strcmp(loops, ": n* oh* ow* c k"), "one image, 2 KiB of weights, L2 %zu: plan runs '%s'",
                  l2, got);
     }
-    ps_plan_destroy(p);
-}
-
-/* The schedule a GEMM plan runs with these options and threads, formatted. */
-static void gemm_plan_schedule(ps_context *ctx, const ps_desc *d, ps_ranker ranker, int threads, char *buf, size_t len)
-{
-    ps_plan_options o;
-    ps_plan_options_init(&o);
-    o.flags = PS_PLAN_NO_CACHE;
-    o.ranker = ranker;
-    o.num_threads = threads;
-    ps_plan *p = NULL;
-    buf[0] = 0;
-    TU_CHECK(ps_plan_create(ctx, d, &o, &p) == PS_SUCCESS, "GEMM plan: %s", ps_last_error_message());
-    if (p) ps_schedule_format(ps_plan_get_schedule(p), PS_OP_GEMM, buf, len, NULL);
-    ps_plan_destroy(p);
 }
 
 /* GEMMs, default options (and PS_RANKER_NONE): the expert schedule, with L2
@@ -433,8 +428,8 @@ static void gemm_default(ps_context *ctx)
         d.u.gemm.K = cases[i].K;
         d.u.gemm.order = cases[i].row_major ? PS_ROW_MAJOR : PS_COL_MAJOR;
         char got[512], none[512], fixed[512] = "";
-        gemm_plan_schedule(ctx, &d, PS_RANKER_DEFAULT, cases[i].threads, got, sizeof got);
-        gemm_plan_schedule(ctx, &d, PS_RANKER_NONE, cases[i].threads, none, sizeof none);
+        plan_schedule(ctx, &d, PS_RANKER_DEFAULT, cases[i].threads, got, sizeof got);
+        plan_schedule(ctx, &d, PS_RANKER_NONE, cases[i].threads, none, sizeof none);
         ps_schedule *ds = NULL;
         TU_CHECK(ps_schedule_default(&d, &ds) == PS_SUCCESS, "GEMM default schedule: %s", ps_last_error_message());
         if (ds) ps_schedule_format(ds, PS_OP_GEMM, fixed, sizeof fixed, NULL);
