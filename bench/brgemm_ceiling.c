@@ -104,17 +104,24 @@ int main(int argc, char **argv)
                  c_blk = (size_t)(o.ldc * (o.n - 1) + o.m);
     const double flops_per_call = 2.0 * o.m * o.n * o.k * o.batch;
     double rate_sum = 0;
-    int failed = 0;
-#pragma omp parallel num_threads(o.threads) reduction(+ : rate_sum) reduction(| : failed)
+    int failed = 0; /* any thread's allocation: all threads must then skip the trials and their barriers */
+#pragma omp parallel num_threads(o.threads) reduction(+ : rate_sum)
     {
         const size_t a_floats = a_blk * o.batch * o.a_chunks, b_floats = b_blk * o.batch, c_floats = c_blk * o.a_chunks;
         float *a = aligned_alloc(64, (a_floats * sizeof(float) + 63) / 64 * 64);
         float *b = aligned_alloc(64, (b_floats * sizeof(float) + 63) / 64 * 64);
         float *c = aligned_alloc(64, (c_floats * sizeof(float) + 63) / 64 * 64);
         const float **ap = malloc(o.batch * sizeof *ap), **bp = malloc(o.batch * sizeof *bp);
-        failed = !a || !b || !c || !ap || !bp;
+        if (!a || !b || !c || !ap || !bp) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp barrier
         double best = 0;
-        if (!failed) {
+        int any_failed;
+#pragma omp atomic read
+        any_failed = failed;
+        if (!any_failed) {
             for (size_t i = 0; i < a_floats; i++) a[i] = (float)(i % 97) * 1e-3f;
             for (size_t i = 0; i < b_floats; i++) b[i] = (float)(i % 89) * 1e-3f;
             memset(c, 0, c_floats * sizeof(float));
@@ -133,10 +140,9 @@ int main(int argc, char **argv)
                 }
                 double ms = (omp_get_wtime() - t0) * 1e3;
                 if (t == 0) {
-                    calls = ms > 0 ? (long)(calls * o.min_ms / ms) + 1 : 1000;
-                    /* the same call count on every thread */
+                    /* one thread sizes the trials (it ran one call); every thread gets its count */
 #pragma omp single copyprivate(calls)
-                    calls = calls < 1 ? 1 : calls;
+                    calls = ms > 0 ? (long)(o.min_ms / ms) + 1 : 1000;
                 } else if (calls * flops_per_call / (ms * 1e6) > best) {
                     best = calls * flops_per_call / (ms * 1e6);
                 }
