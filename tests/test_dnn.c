@@ -255,7 +255,8 @@ static void plan(ps_context *ctx, ps_ranker ranker, int top_k)
     /* With timing, the expert schedule competes too. */
     char dflt[512] = "";
     ps_schedule *ds = NULL;
-    if (ps_schedule_expert(&d, 2, ps_machine_cache_bytes(&ctx->machine, 2), &ds) == PS_SUCCESS)
+    const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2), llc = ps_machine_cache_bytes(&ctx->machine, 3);
+    if (ps_schedule_expert(&d, 2, l2, llc, &ds) == PS_SUCCESS)
         ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, sizeof dflt, NULL);
     ps_schedule_destroy(ds);
     TU_CHECK((at >= 0 && at < (top_k > 1 ? top_k : 1)) || (top_k > 1 && !strcmp(text, dflt)),
@@ -310,7 +311,8 @@ static void conv_default(ps_context *ctx, int64_t N)
         TU_CHECK(ps_plan_create(ctx, &d, &o, &p) == PS_SUCCESS, "conv plan: %s", ps_last_error_message());
         o.ranker = PS_RANKER_DNN;
         TU_CHECK(ps_cost_query(ctx, &d, &o, &rep) == PS_SUCCESS, "DNN cost query: %s", ps_last_error_message());
-        TU_CHECK(ps_schedule_expert(&d, 2, ps_machine_cache_bytes(&ctx->machine, 2), &ds) == PS_SUCCESS,
+        TU_CHECK(ps_schedule_expert(&d, 2, ps_machine_cache_bytes(&ctx->machine, 2),
+                                    ps_machine_cache_bytes(&ctx->machine, 3), &ds) == PS_SUCCESS,
                  "expert schedule: %s", ps_last_error_message());
         ps_variant_cost first;
         if (p && ds && rep && ps_cost_report_get(rep, 0, &first) == PS_SUCCESS) {
@@ -374,7 +376,7 @@ static void conv_expert_rule(ps_context *ctx)
         conv_shape(&d, cases[i].N, cases[i].C, cases[i].K, cases[i].HW, cases[i].R);
         ps_schedule *ex = NULL, *ds = NULL;
         char got[512] = "", dflt[512] = "";
-        TU_CHECK(ps_schedule_expert(&d, 2, cases[i].l2, &ex) == PS_SUCCESS, "expert: %s", ps_last_error_message());
+        TU_CHECK(ps_schedule_expert(&d, 2, cases[i].l2, 0, &ex) == PS_SUCCESS, "expert: %s", ps_last_error_message());
         TU_CHECK(ps_schedule_default(&d, &ds) == PS_SUCCESS, "default: %s", ps_last_error_message());
         if (ex) ps_schedule_format(ex, PS_OP_CONV_FWD, got, sizeof got, NULL);
         if (ds) ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, sizeof dflt, NULL);
@@ -448,6 +450,47 @@ static void gemm_default(ps_context *ctx)
     }
 }
 
+/* GEMMs whose operands both exceed the last-level cache get large band tiles
+ * (the smaller side whole, the other cut per thread) whose panels the
+ * executor packs per thread; the others keep the 8 x 2 L2 tiles. */
+static void gemm_panel_rule(void)
+{
+    static const struct {
+        int64_t M, N, K;
+        int threads;
+        size_t llc;
+        const char *loops; /* NULL: anything but the panel tiles */
+    } cases[] = {
+        {1024, 1024, 32768, 2, 32u << 20, ": m:16* n:11* k m n"},  /* 128 MiB operands: 16 x 22 blocks, 2 tiles */
+        {1024, 1024, 32768, 1, 32u << 20, ": m:16* n:11* k m n"},  /* 22 columns of blocks > 16: two tiles */
+        {1024, 1024, 32768, 2, 0, ": m:8* n:2* k m n"},             /* last-level cache unknown */
+        {1024, 1024, 32768, 2, 256u << 20, ": m:8* n:2* k m n"},    /* operands fit */
+        {2048, 2048, 2048, 2, 32u << 20, ": m:8* n:2* k m n"},      /* 16 MiB operands fit */
+        {1024, 1024, 32768, 16, 32u << 20, NULL},                   /* tiles of 2 column blocks: too few */
+        {4096, 1000, 32768, 2, 32u << 20, ": m:11* n:21* k m n"},   /* columns whole (21 blocks), 64 row blocks */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ps_desc d;
+        ps_desc_init_gemm(&d);
+        d.u.gemm.M = cases[i].M;
+        d.u.gemm.N = cases[i].N;
+        d.u.gemm.K = cases[i].K;
+        d.u.gemm.order = PS_ROW_MAJOR;
+        ps_schedule *ex = NULL;
+        char got[512] = "";
+        TU_CHECK(ps_schedule_expert(&d, cases[i].threads, 1 << 20, cases[i].llc, &ex) == PS_SUCCESS, "expert: %s",
+                 ps_last_error_message());
+        if (ex) ps_schedule_format(ex, PS_OP_GEMM, got, sizeof got, NULL);
+        ps_schedule_destroy(ex);
+        const char *loops = strchr(got, ':');
+        if (cases[i].loops)
+            TU_CHECK(loops && !strcmp(loops, cases[i].loops), "case %zu: expert '%s', want '%s'", i, got,
+                     cases[i].loops);
+        else
+            TU_CHECK(loops && !strstr(loops, "m:16*"), "case %zu: expert '%s', want no panel tiles", i, got);
+    }
+}
+
 /* Planning time of the tournament alone on a ResNet-50 3x3 layer (~350
  * variants); informational: the suite runs on shared machines. */
 static void timing(ps_context *ctx)
@@ -483,6 +526,12 @@ int main(int argc, char **argv)
     ps_context_options co;
     ps_context_options_init(&co);
     co.num_threads = 2;
+    /* The VM's caches, whatever the machine: the GEMM rules depend on the
+     * last level (gemm_default's 16 MiB operands must fit in it). */
+    co.n_cache_sizes = 3;
+    co.cache_sizes[0] = 48 << 10;
+    co.cache_sizes[1] = 1 << 20;
+    co.cache_sizes[2] = 32 << 20;
     ps_context *ctx = NULL;
     TU_CHECK(ps_context_create(&co, &ctx) == PS_SUCCESS, "context: %s", ps_last_error_message());
     if (ctx) {
@@ -494,6 +543,7 @@ int main(int argc, char **argv)
         conv_default(ctx, 1);
         conv_expert_rule(ctx);
         gemm_default(ctx);
+        gemm_panel_rule();
         timing(ctx);
         ps_context_destroy(ctx);
     }

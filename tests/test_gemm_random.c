@@ -72,7 +72,10 @@ static void fail_case(stats *st, int idx, const ps_gemm_desc *g, const char *wha
 static ps_ranker g_rankers[4] = {PS_RANKER_DEFAULT};
 static int g_n_rankers = 1;
 
-static void run_case(ps_context *ctx, tu_rng *r, int idx, const ps_gemm_desc *g, int nan_c, stats *st)
+/* want_in_plan: NULL, or the case runs the default plan, whose description
+ * must contain that text. */
+static void run_case(ps_context *ctx, tu_rng *r, int idx, const ps_gemm_desc *g, int nan_c, stats *st,
+                     const char *want_in_plan)
 {
     char msg[1024], text[512] = "", text2[512] = "";
     ps_desc desc;
@@ -122,12 +125,17 @@ static void run_case(ps_context *ctx, tu_rng *r, int idx, const ps_gemm_desc *g,
     popts.ranker = g_rankers[(idx / 3) % g_n_rankers]; /* not in step with the layout cycle */
     popts.top_k = idx % 7 == 3 ? 3 : 0;
     popts.flags = idx % 5 == 2 ? PS_PLAN_NO_CACHE : 0;
-    s = ps_plan_create(ctx, &desc, idx % 6 == 0 ? NULL : &popts, &plan);
+    s = ps_plan_create(ctx, &desc, idx % 6 == 0 || want_in_plan ? NULL : &popts, &plan);
     st->t_plan += now_s() - t0;
     if (s != PS_SUCCESS) {
         snprintf(msg, sizeof msg, "%s: %s", ps_status_str(s), ps_last_error_message());
         fail_case(st, idx, g, "ps_plan_create", msg);
         goto out;
+    }
+    if (want_in_plan) {
+        char about[2048] = "";
+        ps_plan_describe(plan, about, sizeof about, NULL);
+        if (!strstr(about, want_in_plan)) fail_case(st, idx, g, "default plan", about);
     }
     const ps_schedule *sched = ps_plan_get_schedule(plan);
     if (!sched) {
@@ -256,11 +264,51 @@ int main(void)
         g.alpha = draw_scalar(&r, 0);
         g.beta = draw_scalar(&r, 1);
         const int nan_c = g.beta == 0.0f && tu_range(&r, 0, 1);
-        run_case(ctx, &r, i, &g, nan_c, &st);
+        run_case(ctx, &r, i, &g, nan_c, &st, NULL);
     }
     ps_context_destroy(ctx);
-    printf("test_gemm_random: %d cases (%d random + %d fixed larger), %d failed; max normalized error %.3g (<= 1 passes, "
-           "tol(L) = 8u*sqrt(L)+2u); time %.1fs (plan %.1fs, exec %.1fs)\n",
-           st.cases, n, n_fixed, st.failed, st.max_norm_err, now_s() - t0, st.t_plan, st.t_exec);
+    /* Operands larger than the last-level cache: the executor packs per-thread
+     * panels instead of a pass. A context that reports a 64 KiB L3 gets them
+     * on small GEMMs: both orders and transposes, tails in every dimension,
+     * random leading dimensions, alpha and beta; one reduction chunk with
+     * more band tiles than threads (520 x 1600 x 300: the panels' tile tags),
+     * several chunks and a remainder chunk (K = 530, 600: the chunk tags). */
+    ps_context_options copts;
+    ps_context_options_init(&copts);
+    copts.num_threads = 2;
+    copts.n_cache_sizes = 3;
+    copts.cache_sizes[0] = 16 << 10;
+    copts.cache_sizes[1] = 32 << 10;
+    copts.cache_sizes[2] = 64 << 10;
+    if ((s = ps_context_create(&copts, &ctx)) != PS_SUCCESS) {
+        fprintf(stderr, "ps_context_create (64 KiB L3): %s: %s\n", ps_status_str(s), ps_last_error_message());
+        return 1;
+    }
+    static const int64_t panel_shapes[][3] = {{520, 1600, 300}, {1100, 520, 600}, {530, 1700, 530}};
+    int n_panel = 0;
+    for (int si = 0; si < 3; si++)
+        for (int v = 0; v < 4; v++, n_panel++) {
+            tu_rng r = {seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(n_panel + 1))};
+            ps_desc d;
+            ps_desc_init_gemm(&d);
+            ps_gemm_desc g = d.u.gemm;
+            g.order = (ps_matrix_order)(v % 2);
+            g.trans_a = v / 2;
+            g.trans_b = (v + si) % 2;
+            g.M = panel_shapes[si][0];
+            g.N = panel_shapes[si][1];
+            g.K = panel_shapes[si][2];
+            g.lda = draw_ld(&r, ref_gemm_min_ld(&g, 'a'));
+            g.ldb = draw_ld(&r, ref_gemm_min_ld(&g, 'b'));
+            g.ldc = draw_ld(&r, ref_gemm_min_ld(&g, 'c'));
+            g.alpha = draw_scalar(&r, 0);
+            g.beta = draw_scalar(&r, 1);
+            const int nan_c = g.beta == 0.0f && tu_range(&r, 0, 1);
+            run_case(ctx, &r, n + n_fixed + n_panel, &g, nan_c, &st, "A=panels B=panels");
+        }
+    ps_context_destroy(ctx);
+    printf("test_gemm_random: %d cases (%d random + %d fixed larger + %d per-thread panels), %d failed; max "
+           "normalized error %.3g (<= 1 passes, tol(L) = 8u*sqrt(L)+2u); time %.1fs (plan %.1fs, exec %.1fs)\n",
+           st.cases, n, n_fixed, n_panel, st.failed, st.max_norm_err, now_s() - t0, st.t_plan, st.t_exec);
     return st.failed || tu_failures ? 1 : 0;
 }

@@ -137,7 +137,31 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
     return PS_SUCCESS;
 }
 
-static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d)
+/* Whether the walk suits per-thread panels: past the parallel band, the
+ * reduction-chunk loop comes before every m and n loop, so a thread runs all
+ * blocks of its band tile for one chunk before the next chunk, and panels
+ * packed at the chunk's first call serve the whole chunk. Sets panel_m/n. */
+static int gemm_panel_walk(ps_exec *e)
+{
+    int chunk_loops = 0, block_loop_seen = 0;
+    e->panel_m = e->ext[PS_DIM_K];
+    e->panel_n = e->ext[PS_DIM_OW];
+    for (int i = 0; i < e->n_loops; i++) {
+        const ps_loop *l = &e->loops[i];
+        if (i < e->n_parallel) {
+            if (l->dim == PS_DIM_C) return 0;
+            if (l->dim == PS_DIM_K) e->panel_m = min64(e->panel_m, l->tile);
+            if (l->dim == PS_DIM_OW) e->panel_n = min64(e->panel_n, l->tile);
+        } else if (l->dim == PS_DIM_C) {
+            if (block_loop_seen || l->tile != 1 || chunk_loops++) return 0;
+        } else if (l->dim == PS_DIM_K || l->dim == PS_DIM_OW) {
+            block_loop_seen = 1;
+        }
+    }
+    return chunk_loops == 1 || e->ext[PS_DIM_C] == 1;
+}
+
+static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d, size_t llc_bytes)
 {
     ps_gemm_shape_of(d, &e->gemm);
     const ps_gemm_shape *g = &e->gemm;
@@ -159,6 +183,11 @@ static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d)
      * 320x3072x4096, packing still won, 308 to 280). */
     e->pack_a = g->trans_a || g->alpha != 1.0f || e->ext[PS_DIM_OW] > 4;
     e->pack_b = 1;
+    /* Per-thread panels where both operands exceed the last-level cache and
+     * the walk and its tiles reuse each panel. */
+    if (ps_gemm_operands_exceed(g, llc_bytes) && gemm_panel_walk(e) && e->panel_m >= PS_GEMM_PANEL_MIN_BLOCKS &&
+        e->panel_n >= PS_GEMM_PANEL_MIN_BLOCKS)
+        e->panel_a = e->panel_b = e->pack_a = 1;
     e->lda = e->pack_a ? e->ks.m : g->lda;
     e->ldb = e->ks.k;
     ps_status st;
@@ -168,7 +197,7 @@ static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d)
     return PS_SUCCESS;
 }
 
-ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads)
+ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads, size_t llc_bytes)
 {
     memset(e, 0, sizeof *e);
     const ps_stage *sg = &sched->stages[0];
@@ -202,7 +231,7 @@ ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sche
     memcpy(left, e->ext, sizeof left);
     e->band_total = 1;
     for (int i = 0; i < e->n_parallel; i++) e->band_total *= e->band_trips[i] = ps_loop_trips(&e->loops[i], left);
-    ps_status st = desc->kind == PS_OP_GEMM ? build_gemm(e, &desc->u.gemm) : build_conv(e, &desc->u.conv);
+    ps_status st = desc->kind == PS_OP_GEMM ? build_gemm(e, &desc->u.gemm, llc_bytes) : build_conv(e, &desc->u.conv);
     if (st) ps_exec_release(e);
     return st;
 }

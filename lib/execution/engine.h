@@ -70,13 +70,19 @@ typedef struct ps_exec {
     ps_gemm_shape gemm;
     int64_t n_tail;            /* width of the last column block (may equal n) */
     int pack_a, pack_b;        /* operand is transposed/scaled into the workspace first */
+    int panel_a, panel_b;      /* instead of the pass, each thread packs the operand's panel of
+                                  its band tile and one reduction chunk into its own buffer
+                                  when the walk enters that (tile, chunk); needs the chunk
+                                  loop outside every block loop of the tile (see build_gemm) */
+    int64_t panel_m, panel_n;  /* a band tile's most blocks along m and n (panel sizes) */
     int64_t lda, ldb;          /* leading dimensions the kernels were built for */
     ps_kernel_set gemm_kernels[2]; /* [n is remainder] */
 } ps_exec;
 
-/* Builds *e for a validated descriptor and checked schedule. On failure e
- * holds nothing to free. */
-ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads);
+/* Builds *e for a validated descriptor and checked schedule; llc_bytes (the
+ * machine's last-level cache, 0 = unknown) decides how GEMM operands are
+ * packed. On failure e holds nothing to free. */
+ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads, size_t llc_bytes);
 void ps_exec_release(ps_exec *e);
 
 /* Workspace bytes an execution needs (scratch address lists included). */

@@ -7,6 +7,15 @@
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* Per-thread GEMM panels (ps_exec.panel_a/b): the band tile the thread is
+ * in and what its buffers hold. */
+typedef struct gemm_panel {
+    float *a, *b;                   /* panel_m x batch A blocks, panel_n x batch B blocks */
+    int64_t m_lo, m_hi, n_lo, n_hi; /* the current band tile, in blocks */
+    int64_t a_m_lo, a_cc;           /* A panel held: tile rows from a_m_lo, chunk a_cc (-1: none) */
+    int64_t b_n_lo, b_cc;           /* B panel held */
+} gemm_panel;
+
 /* Per-thread state of one execution. */
 typedef struct tile_ctx {
     const ps_exec *e;
@@ -16,6 +25,7 @@ typedef struct tile_ctx {
                                    before every call: LIBXSMM 1.17's address-batch
                                    kernels overwrite entries (checked: a call changed
                                    4 of its 8 entries) */
+    gemm_panel *panel;           /* this thread's panels (ps_exec.panel_a/b), else NULL */
 } tile_ctx;
 
 static void zero_tile(float *c, int64_t m, int64_t n, int64_t ldc)
@@ -106,6 +116,72 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
     if (last && (bias || relu)) epilogue(cblk, mk, ow_w, c->K, bias, relu);
 }
 
+/* Packs A's blocks [mb0, mb1) x [kb0, kb1) (A normalized M x K, stored K x M
+ * when trans_a), scaled by alpha, into m x k blocks: block (mb, kb) at
+ * dst + ((mb - mb0) * stride + kb - kb0) * m * k. The inner loops walk the
+ * source contiguously, across all blocks of the range. */
+static void pack_a_blocks(const ps_exec *e, const float *ua, float *dst, int64_t mb0, int64_t mb1, int64_t kb0,
+                          int64_t kb1, int64_t stride)
+{
+    const ps_gemm_shape *g = &e->gemm;
+    const int64_t M = g->M, K = g->K, lda = g->lda, m = e->ks.m, k = e->ks.k;
+    const float alpha = g->alpha;
+    for (int64_t kb = kb0; kb < kb1; kb++) {
+        const int64_t k0 = kb * k, ki = min64(k, K - k0);
+        float *row = dst + (kb - kb0) * m * k; /* block (mb0, kb) */
+        if (g->trans_a) {
+            for (int64_t mb = mb0; mb < mb1; mb++) {
+                float *blk = row + (mb - mb0) * stride * m * k;
+                const int64_t i0 = mb * m, mi = min64(m, M - i0);
+                for (int64_t i = 0; i < mi; i++) {
+                    const float *src = ua + k0 + (i0 + i) * lda;
+                    for (int64_t kk = 0; kk < ki; kk++) blk[kk * m + i] = alpha * src[kk];
+                }
+            }
+        } else {
+            for (int64_t kk = 0; kk < ki; kk++) {
+                const float *src = ua + (k0 + kk) * lda;
+                for (int64_t mb = mb0; mb < mb1; mb++) {
+                    float *col = row + (mb - mb0) * stride * m * k + kk * m;
+                    const int64_t i0 = mb * m, mi = min64(m, M - i0);
+                    for (int64_t i = 0; i < mi; i++) col[i] = alpha * src[i0 + i];
+                }
+            }
+        }
+    }
+}
+
+/* Packs B's blocks [kb0, kb1) x [nb0, nb1) (B normalized K x N, stored N x K
+ * when trans_b) into k x n blocks: block (kb, nb) at
+ * dst + ((nb - nb0) * stride + kb - kb0) * k * n. */
+static void pack_b_blocks(const ps_exec *e, const float *ub, float *dst, int64_t nb0, int64_t nb1, int64_t kb0,
+                          int64_t kb1, int64_t stride)
+{
+    const ps_gemm_shape *g = &e->gemm;
+    const int64_t N = g->N, K = g->K, ldb = g->ldb, n = e->ks.n, k = e->ks.k;
+    for (int64_t kb = kb0; kb < kb1; kb++) {
+        const int64_t k0 = kb * k, ki = min64(k, K - k0);
+        float *row = dst + (kb - kb0) * k * n; /* block (kb, nb0) */
+        if (g->trans_b) {
+            for (int64_t kk = 0; kk < ki; kk++) {
+                const float *src = ub + (k0 + kk) * ldb;
+                for (int64_t nb = nb0; nb < nb1; nb++) {
+                    float *blk = row + (nb - nb0) * stride * k * n;
+                    const int64_t j0 = nb * n, nj = min64(n, N - j0);
+                    for (int64_t j = 0; j < nj; j++) blk[j * k + kk] = src[j0 + j];
+                }
+            }
+        } else {
+            for (int64_t nb = nb0; nb < nb1; nb++) {
+                float *blk = row + (nb - nb0) * stride * k * n;
+                const int64_t j0 = nb * n, nj = min64(n, N - j0);
+                for (int64_t j = 0; j < nj; j++)
+                    memcpy(blk + j * k, ub + k0 + (j0 + j) * ldb, (size_t)ki * sizeof(float));
+            }
+        }
+    }
+}
+
 /* One microkernel step of a GEMM: C block (mb, nb), reduction chunk cc. */
 static void gemm_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
 {
@@ -117,10 +193,34 @@ static void gemm_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
     const int64_t cb0 = cc * e->ks.batch, cb1 = min64(cb0 + e->ks.batch, e->k_blocks);
     const int64_t full_hi = min64(cb1, e->k_full_blocks);
     const int has_tail = e->k_tail > 0 && cb1 == e->k_blocks;
-    /* Packed operands: block (mb, kb) of A and (kb, nb) of B are contiguous. */
-    const float *ablk = e->pack_a ? t->a + mb * e->k_blocks * e->ks.m * e->ks.k : t->a + mb * e->ks.m;
-    const int64_t a_step = e->pack_a ? e->ks.m * k : k * e->lda;
-    const float *bblk = t->b + nb * e->k_blocks * e->ks.k * e->ks.n;
+    /* Packed operands: block (mb, kb) of A at a0 + a_base + kb * a_step, of B
+     * at b0 + b_base + kb * b_step; A read in place: columns lda apart. */
+    const float *a0 = t->a, *b0 = t->b;
+    int64_t a_base = e->pack_a ? mb * e->k_blocks * e->ks.m * k : mb * e->ks.m;
+    int64_t b_base = nb * e->k_blocks * k * e->ks.n;
+    const int64_t a_step = e->pack_a ? e->ks.m * k : k * e->lda, b_step = k * e->ks.n;
+    if (t->panel) {
+        gemm_panel *p = t->panel;
+        const int64_t cap = e->batch_cap;
+        if (e->panel_a) {
+            if (p->a_cc != cc || p->a_m_lo != p->m_lo) {
+                pack_a_blocks(e, t->a, p->a, p->m_lo, p->m_hi, cb0, cb1, cap);
+                p->a_m_lo = p->m_lo;
+                p->a_cc = cc;
+            }
+            a0 = p->a;
+            a_base = ((mb - p->m_lo) * cap - cb0) * a_step;
+        }
+        if (e->panel_b) {
+            if (p->b_cc != cc || p->b_n_lo != p->n_lo) {
+                pack_b_blocks(e, t->b, p->b, p->n_lo, p->n_hi, cb0, cb1, cap);
+                p->b_n_lo = p->n_lo;
+                p->b_cc = cc;
+            }
+            b0 = p->b;
+            b_base = ((nb - p->n_lo) * cap - cb0) * b_step;
+        }
+    }
     float *ct = t->c + mb * e->ks.m + nb * e->ks.n * g->ldc;
     int beta = 1;
     if (cc == 0) {
@@ -137,8 +237,8 @@ static void gemm_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
         if (hi <= lo) continue;
         unsigned long long cnt = 0;
         for (int64_t kb = lo; kb < hi; kb++, cnt++) {
-            t->abuf[cnt] = ablk + kb * a_step;
-            t->bbuf[cnt] = bblk + kb * k * e->ks.n;
+            t->abuf[cnt] = a0 + (a_base + kb * a_step);
+            t->bbuf[cnt] = b0 + (b_base + kb * b_step);
         }
         ks->fn[mt][part][beta](t->abuf, t->bbuf, ct, &cnt);
         beta = 1;
@@ -189,7 +289,14 @@ static void run_thread(const tile_ctx *t, tile_fn fn, int tid, int nt)
             if (x >= hi[l->dim]) empty = 1; /* partial parent tile: nothing here */
             else { lo[l->dim] = x; hi[l->dim] = min64(x + l->tile, hi[l->dim]); }
         }
-        if (!empty) walk(t, fn, e->n_parallel, lo, hi);
+        if (empty) continue;
+        if (t->panel) {
+            t->panel->m_lo = lo[PS_DIM_K];
+            t->panel->m_hi = hi[PS_DIM_K];
+            t->panel->n_lo = lo[PS_DIM_OW];
+            t->panel->n_hi = hi[PS_DIM_OW];
+        }
+        walk(t, fn, e->n_parallel, lo, hi);
     }
 }
 
@@ -202,10 +309,19 @@ static size_t align64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
  * per run: 1.47 / 2.09 / 2.10 ms with 64-byte regions, 1.01-1.06 ms a page
  * apart; every other set 0.3-4% faster, docs/performance.md). */
 #define THREAD_REGION_ALIGN ((size_t)4096)
+static size_t round_region(size_t b)
+{
+    return (b + THREAD_REGION_ALIGN - 1) / THREAD_REGION_ALIGN * THREAD_REGION_ALIGN;
+}
+
+/* Per thread: the address lists, then (panels) the A and B panel buffers. */
+static size_t panel_a_floats(const ps_exec *e) { return (size_t)(e->panel_m * e->batch_cap * e->ks.m * e->ks.k); }
+static size_t panel_b_floats(const ps_exec *e) { return (size_t)(e->panel_n * e->batch_cap * e->ks.k * e->ks.n); }
 static size_t thread_bytes(const ps_exec *e)
 {
-    const size_t b = 2 * (size_t)e->batch_cap * sizeof(float *);
-    return (b + THREAD_REGION_ALIGN - 1) / THREAD_REGION_ALIGN * THREAD_REGION_ALIGN;
+    size_t b = round_region(2 * (size_t)e->batch_cap * sizeof(float *));
+    b += round_region(((e->panel_a ? panel_a_floats(e) : 0) + (e->panel_b ? panel_b_floats(e) : 0)) * sizeof(float));
+    return b;
 }
 
 size_t ps_exec_workspace_bytes(const ps_exec *e)
@@ -213,8 +329,9 @@ size_t ps_exec_workspace_bytes(const ps_exec *e)
     size_t floats = 0;
     if (e->kind == PS_OP_CONV_FWD && e->nchw)
         floats = (size_t)(ps_conv_src_elems(&e->conv) + ps_conv_dst_elems(&e->conv));
-    if (e->kind == PS_OP_GEMM) /* packed A (if packed) and B, blocks padded to full size */
-        floats = (size_t)(e->k_blocks * e->ks.k * ((e->pack_a ? e->ext[PS_DIM_K] * e->ks.m : 0) + e->ext[PS_DIM_OW] * e->ks.n));
+    if (e->kind == PS_OP_GEMM) /* operands packed in the pass, blocks padded to full size */
+        floats = (size_t)(e->k_blocks * e->ks.k * ((e->pack_a && !e->panel_a ? e->ext[PS_DIM_K] * e->ks.m : 0) +
+                                                   (e->pack_b && !e->panel_b ? e->ext[PS_DIM_OW] * e->ks.n : 0)));
     /* 64 bytes of slack to align the regions of a caller's buffer. */
     return 64 + align64(floats * sizeof(float)) + (size_t)e->nthreads * thread_bytes(e);
 }
@@ -269,58 +386,28 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
         base.b = ops->b;
         base.c = ops->c;
         float *next = scratch;
-        if (e->pack_a) {
-            /* A (normalized M x K, stored K x M when trans_a) into m x k blocks,
-             * scaled by alpha; block (mb, kb) at (mb * KB + kb) * m * k. */
+        const int64_t KB = e->k_blocks, MB = e->ext[PS_DIM_K], NB = e->ext[PS_DIM_OW];
+        if (e->pack_a && !e->panel_a) {
+            /* A into m x k blocks scaled by alpha; block (mb, kb) at (mb * KB + kb) * m * k. */
             float *pa = next;
             const float *ua = ops->a;
-            const int64_t M = g->M, K = g->K, lda = g->lda, m = e->ks.m, k = e->ks.k, KB = e->k_blocks;
-            const float alpha = g->alpha;
-            const int tr = g->trans_a;
 #pragma omp parallel for collapse(2) num_threads(e->nthreads) schedule(static)
-            for (int64_t mb = 0; mb < e->ext[PS_DIM_K]; mb++)
-                for (int64_t kb = 0; kb < KB; kb++) {
-                    float *blk = pa + (mb * KB + kb) * m * k;
-                    const int64_t i0 = mb * m, k0 = kb * k, mi = M - i0 < m ? M - i0 : m, ki = K - k0 < k ? K - k0 : k;
-                    /* The inner loop walks the source contiguously (writes stay
-                     * inside the block, which is in L1). */
-                    if (tr)
-                        for (int64_t i = 0; i < mi; i++) {
-                            const float *src = ua + k0 + (i0 + i) * lda;
-                            for (int64_t kk = 0; kk < ki; kk++) blk[kk * m + i] = alpha * src[kk];
-                        }
-                    else
-                        for (int64_t kk = 0; kk < ki; kk++) {
-                            const float *src = ua + i0 + (k0 + kk) * lda;
-                            for (int64_t i = 0; i < mi; i++) blk[kk * m + i] = alpha * src[i];
-                        }
-                }
+            for (int64_t mb = 0; mb < MB; mb++)
+                for (int64_t kb = 0; kb < KB; kb++)
+                    pack_a_blocks(e, ua, pa + (mb * KB + kb) * e->ks.m * e->ks.k, mb, mb + 1, kb, kb + 1, 1);
             base.a = pa;
-            next += e->ext[PS_DIM_K] * m * KB * k;
+            next += MB * KB * e->ks.m * e->ks.k;
         }
-        {
-            /* B (normalized K x N, stored N x K when trans_b) into k x n blocks;
-             * block (kb, nb) at (nb * KB + kb) * k * n. */
+        if (e->pack_b && !e->panel_b) {
+            /* B into k x n blocks; block (kb, nb) at (nb * KB + kb) * k * n. */
             float *pb = next;
             const float *ub = ops->b;
-            const int64_t N = g->N, K = g->K, ldb = g->ldb, n = e->ks.n, k = e->ks.k, KB = e->k_blocks;
-            const int tr = g->trans_b;
 #pragma omp parallel for collapse(2) num_threads(e->nthreads) schedule(static)
-            for (int64_t nb = 0; nb < e->ext[PS_DIM_OW]; nb++)
-                for (int64_t kb = 0; kb < KB; kb++) {
-                    float *blk = pb + (nb * KB + kb) * k * n;
-                    const int64_t j0 = nb * n, k0 = kb * k, nj = N - j0 < n ? N - j0 : n, ki = K - k0 < k ? K - k0 : k;
-                    if (tr)
-                        for (int64_t kk = 0; kk < ki; kk++) {
-                            const float *src = ub + j0 + (k0 + kk) * ldb;
-                            for (int64_t j = 0; j < nj; j++) blk[j * k + kk] = src[j];
-                        }
-                    else
-                        for (int64_t j = 0; j < nj; j++)
-                            memcpy(blk + j * k, ub + k0 + (j0 + j) * ldb, (size_t)ki * sizeof(float));
-                }
+            for (int64_t nb = 0; nb < NB; nb++)
+                for (int64_t kb = 0; kb < KB; kb++)
+                    pack_b_blocks(e, ub, pb + (nb * KB + kb) * e->ks.k * e->ks.n, nb, nb + 1, kb, kb + 1, 1);
             base.b = pb;
-            next += e->ext[PS_DIM_OW] * n * KB * k;
+            next += NB * KB * e->ks.k * e->ks.n;
         }
         scratch_floats = (size_t)(next - scratch);
     }
@@ -333,6 +420,13 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
         char *mine = per_thread + (size_t)tid * thread_bytes(e);
         t.abuf = (const float **)mine;
         t.bbuf = t.abuf + e->batch_cap;
+        gemm_panel panel;
+        if (e->panel_a || e->panel_b) {
+            panel = (gemm_panel){.a_cc = -1, .b_cc = -1};
+            panel.a = (float *)(mine + round_region(2 * (size_t)e->batch_cap * sizeof(float *)));
+            panel.b = panel.a + (e->panel_a ? panel_a_floats(e) : 0);
+            t.panel = &panel;
+        }
         run_thread(&t, fn, tid, nt);
     }
     const double t_finish = prof ? omp_get_wtime() : 0.0;

@@ -72,10 +72,11 @@ static void free_buffers(bench_buffers *b)
 }
 
 /* Best of three runs after a warm-up, in ms. */
-static ps_status time_schedule(const ps_desc *desc, const ps_schedule *s, int nthreads, bench_buffers *b, double *ms)
+static ps_status time_schedule(const ps_desc *desc, const ps_schedule *s, int nthreads, size_t llc, bench_buffers *b,
+                               double *ms)
 {
     ps_exec e;
-    ps_status st = ps_exec_build(&e, desc, s, nthreads);
+    ps_status st = ps_exec_build(&e, desc, s, nthreads, llc);
     if (st) return st;
     size_t need = ps_exec_workspace_bytes(&e);
     if (need > b->ws_bytes) {
@@ -107,9 +108,10 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
                             ps_schedule **out)
 {
     *out = NULL;
-    const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2); /* the expert's conv rule */
+    /* The expert's conv rule (L2) and GEMM rule (last level), as the executor's. */
+    const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2), llc = ps_machine_cache_bytes(&ctx->machine, 3);
     if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker(desc, top_k);
-    if (ranker == PS_RANKER_NONE) return ps_schedule_expert(desc, nthreads, l2, out);
+    if (ranker == PS_RANKER_NONE) return ps_schedule_expert(desc, nthreads, l2, llc, out);
     if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME && ranker != PS_RANKER_DNN)
         return ps_error(PS_ERR_UNSUPPORTED, "planner: ranker %d is not available in this build", (int)ranker);
     ps_ranking r;
@@ -117,7 +119,7 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
     if (st) return st;
     if (r.n == 0) {
         ps_ranking_release(&r);
-        return ps_schedule_expert(desc, nthreads, l2, out);
+        return ps_schedule_expert(desc, nthreads, l2, llc, out);
     }
     if (ctx->verbose >= 2) {
         for (int i = 0; i < r.n; i++) {
@@ -139,12 +141,12 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
         double best = 1e300, ms = 0.0;
         if (!(st = alloc_buffers(desc, &b))) {
             for (int i = 0; i < k && !st; i++)
-                if (!(st = time_schedule(desc, r.v[i].schedule, nthreads, &b, &ms)) && ms < best) {
+                if (!(st = time_schedule(desc, r.v[i].schedule, nthreads, llc, &b, &ms)) && ms < best) {
                     best = ms;
                     pick = i;
                 }
-            if (!st && !(st = ps_schedule_expert(desc, nthreads, l2, &fallback)) &&
-                !(st = time_schedule(desc, fallback, nthreads, &b, &ms)) && ms < best)
+            if (!st && !(st = ps_schedule_expert(desc, nthreads, l2, llc, &fallback)) &&
+                !(st = time_schedule(desc, fallback, nthreads, llc, &b, &ms)) && ms < best)
                 pick = -1;
         }
         free_buffers(&b);
