@@ -350,43 +350,55 @@ static void plan_schedule(ps_context *ctx, const ps_desc *d, ps_ranker ranker, i
     ps_plan_destroy(p);
 }
 
-/* The expert's conv rule: input-stationary loops (every output-channel block
+/* The expert's conv rules: input-stationary loops (every output-channel block
  * innermost, over a tile of input) when the weights fit in half of L2 and its
- * tiles split evenly over the threads (2 here), else ps_schedule_default's order; with L2 unknown (0) always the latter. The
- * plans themselves run against the reference in test_schedules (no search,
- * small weights). */
+ * tiles split evenly over the threads (2 here), else ps_schedule_default's
+ * order; 32-channel kernel blocks for spatial filters whose weights per call
+ * (64 channels x the call's C blocks x taps) fill a quarter of L2 or more;
+ * with L2 unknown (0) the default schedule. The plans themselves run against
+ * the reference in test_schedules (no search, small weights). */
 static void conv_expert_rule(ps_context *ctx)
 {
     static const struct {
         int64_t N, C, K, HW, R;
         size_t l2;
-        int stationary;
+        int stationary, narrow;
     } cases[] = {
-        {1, 64, 256, 28, 1, 128 << 10, 1},       /* 64 KiB of weights, exactly half of L2; 28 tiles */
-        {1, 64, 256, 28, 1, (128 << 10) - 4, 0}, /* one float more than half */
-        {2, 128, 128, 14, 3, 1 << 20, 0},        /* 576 KiB > 512 KiB */
-        {2, 64, 64, 14, 3, 1 << 20, 1},          /* 144 KiB, two images */
-        {2, 3, 64, 14, 3, 1 << 20, 0},           /* merged taps: the default's strips */
-        {1, 64, 256, 14, 1, 0, 0},               /* L2 unknown */
-        {1, 256, 512, 14, 1, 1 << 20, 0},        /* mobilenet_07 at N = 1: 512 KiB, but 7 tiles for 2 threads */
-        {2, 256, 512, 14, 1, 1 << 20, 1},        /* the same, two images: 14 tiles */
+        {1, 64, 256, 28, 1, 128 << 10, 1, 0},       /* 64 KiB of weights, exactly half of L2; 28 tiles */
+        {1, 64, 256, 28, 1, (128 << 10) - 4, 0, 0}, /* one float more than half */
+        {2, 128, 128, 14, 3, 1 << 20, 0, 1},        /* 576 KiB > 512 KiB; calls of 64 x 128 x 9: 288 KiB */
+        {2, 128, 128, 14, 3, 2 << 20, 1, 0},        /* the same with 2 MiB of L2: half holds it, calls < L2 / 4 */
+        {2, 64, 64, 14, 3, 1 << 20, 1, 0},          /* 144 KiB, two images */
+        {2, 64, 128, 14, 3, 1 << 20, 1, 0},         /* calls of 64 x 64 x 9 = 144 KiB < 256 KiB */
+        {2, 3, 64, 14, 3, 1 << 20, 0, 0},           /* merged taps: the default's strips */
+        {1, 64, 256, 14, 1, 0, 0, 0},               /* L2 unknown */
+        {1, 128, 128, 14, 3, 0, 0, 0},              /* L2 unknown: no narrow blocks either */
+        {1, 256, 512, 14, 1, 1 << 20, 0, 0},        /* mobilenet_07 at N = 1: 512 KiB, but 7 tiles for 2 threads */
+        {2, 256, 512, 14, 1, 1 << 20, 1, 0},        /* the same, two images: 14 tiles */
+        {1, 2048, 512, 7, 1, 1 << 20, 0, 0},        /* 1x1, calls of 512 KiB: 1x1 keeps 64 channels */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ps_desc d;
         conv_shape(&d, cases[i].N, cases[i].C, cases[i].K, cases[i].HW, cases[i].R);
         ps_schedule *ex = NULL, *ds = NULL;
-        char got[512] = "", dflt[512] = "";
+        char got[512] = "", dflt[512] = "", want_kernel[512] = "";
         TU_CHECK(ps_schedule_expert(&d, 2, cases[i].l2, 0, &ex) == PS_SUCCESS, "expert: %s", ps_last_error_message());
         TU_CHECK(ps_schedule_default(&d, &ds) == PS_SUCCESS, "default: %s", ps_last_error_message());
         if (ex) ps_schedule_format(ex, PS_OP_CONV_FWD, got, sizeof got, NULL);
         if (ds) ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, sizeof dflt, NULL);
-        const char *loops = strchr(got, ':');
+        const char *loops = strchr(got, ':'), *dloops = strchr(dflt, ':');
+        /* the default's kernel, or with 32-channel blocks */
+        snprintf(want_kernel, sizeof want_kernel, "%s%.*s", cases[i].narrow ? "32" : "",
+                 dloops ? (int)(dloops - dflt) - (cases[i].narrow ? 2 : 0) : 0, dflt + (cases[i].narrow ? 2 : 0));
+        TU_CHECK(loops && dloops && (size_t)(loops - got) == strlen(want_kernel) &&
+                     !strncmp(got, want_kernel, strlen(want_kernel)),
+                 "case %zu: expert '%s', want the kernel '%s' (default '%s')", i, got, want_kernel, dflt);
         if (cases[i].stationary)
-            TU_CHECK(loops && !strcmp(loops, ": n* oh* ow* c k") && !strncmp(got, dflt, (size_t)(loops - got)),
-                     "case %zu: expert '%s', want the default's kernel with ': n* oh* ow* c k' (default '%s')", i, got,
-                     dflt);
+            TU_CHECK(loops && !strcmp(loops, ": n* oh* ow* c k"), "case %zu: expert '%s', want ': n* oh* ow* c k'", i,
+                     got);
         else
-            TU_CHECK(!strcmp(got, dflt), "case %zu: expert '%s', want the default schedule '%s'", i, got, dflt);
+            TU_CHECK(loops && dloops && !strcmp(loops, dloops), "case %zu: expert '%s', want the default's loops ('%s')",
+                     i, got, dflt);
         ps_schedule_destroy(ex);
         ps_schedule_destroy(ds);
     }

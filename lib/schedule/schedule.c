@@ -376,6 +376,22 @@ static int64_t gemm_makespan(const ps_gemm_desc *g, const ps_kernel_shape *ks, i
     return worst;
 }
 
+/* Spatial filters whose weights per kernel call (the 64-channel block x the
+ * call's C blocks x R x S taps) fill a quarter of L2 or more run 32-channel
+ * blocks: measured beside the 64-channel expert schedule in the alternating
+ * trials (VM, 2 threads, the 21 such layers of the six sets, same loops):
+ * 1.030 / 1.025 / 1.029x at N = 1 (fastrcnn_20 1.20-1.22, vgga_07 1.03-1.08,
+ * alexnet_04 1.05-1.06; fastrcnn_10 0.92-1.00 and fastrcnn_13 0.98 lose), ~1.02x
+ * at N = 2. In isolation the two kernels run alike (polysci-brgemm-ceiling,
+ * weights in L2: 434-443 GFLOP/s), so the gain is in the layer's data flow.
+ * 1x1 convs lose with it (0.82-1.00: resnet_14/19, fastrcnn_26/27). */
+static int conv_narrow_block(const ps_conv_shape *c, const ps_kernel_shape *ks, size_t l2_bytes)
+{
+    const double call_bytes = (double)ks->m * ks->k * ks->batch * c->R * c->S * sizeof(float);
+    return l2_bytes && c->R * c->S > 1 && ks->m == 64 && c->K % 32 == 0 && !ps_conv_merges_taps(c) &&
+           4 * call_bytes >= (double)l2_bytes;
+}
+
 /* Convs whose filter bank fits in half of L2 run input-stationary: the
  * threads share (image, row, column block) tiles and each runs every
  * output-channel block over its tile's input while it is in cache, the
@@ -396,9 +412,16 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
     ps_conv_shape c;
     ps_conv_shape_of(&desc->u.conv, &c);
     const double weight_bytes = (double)ps_conv_weight_elems(&c) * sizeof(float);
-    if (!l2_bytes || 2 * weight_bytes > (double)l2_bytes || ps_conv_merges_taps(&c))
-        return ps_schedule_default(desc, out);
-    const ps_kernel_shape ks = ps_schedule_expert_kernel(desc);
+    ps_kernel_shape ks = ps_schedule_expert_kernel(desc);
+    const int narrow = conv_narrow_block(&c, &ks, l2_bytes);
+    if (!l2_bytes || 2 * weight_bytes > (double)l2_bytes || ps_conv_merges_taps(&c)) {
+        if (!narrow) return ps_schedule_default(desc, out);
+        /* the default's loops around the 32-channel kernel */
+        ps_status st = ps_schedule_default(desc, out);
+        if (!st) (*out)->stages[0].kernel.m = 32;
+        return st;
+    }
+    if (narrow) ks.m = 32;
     int64_t ext[PS_DIM_COUNT];
     ps_tile_space_extents(desc, &ks, ext);
     const int64_t nt = nthreads < 1 ? 1 : nthreads, tiles = ext[PS_DIM_N] * ext[PS_DIM_OH] * ext[PS_DIM_OW];
