@@ -194,6 +194,19 @@ static int make_cases(op_case *cs)
     cs[n].desc.u.gemm.trans_b = 1;
     cs[n].desc.u.gemm.beta = -2.0f;
     n++;
+    /* N: 3x3, C = K = 128, bias + relu: the expert's calls (64 channels x
+     * 2 C blocks x 9 taps) hold 288 KiB of weights, a quarter of the
+     * context's 1 MiB L2 or more, so it runs 32-channel blocks (test_default). */
+    cs[n] = (op_case){"conv N 3x3 C=128 K=128 narrow expert blocks", conv_desc(1, 128, 128, 6, 6, 3, 3), {
+        "32x6x64/2 : n* k* oh* ow* c",
+        "64x6x64/2 : k* oh ow c",
+        NULL}};
+    {
+        ps_conv_desc *c = &cs[n].desc.u.conv;
+        c->pad_top = c->pad_bottom = c->pad_left = c->pad_right = 1;
+        c->post_ops = PS_POST_BIAS | PS_POST_RELU;
+    }
+    n++;
     return n;
 }
 
@@ -397,6 +410,8 @@ static void test_default(ps_context *ctx, const op_case *oc, const op_data *o)
     if (kind == PS_OP_GEMM)
         TU_CHECK(strstr(text, ": m:8* n:2* k m n") != NULL, "%s: expert schedule on one thread '%s' has no band tiles",
                  oc->name, text);
+    if (strstr(oc->name, "narrow"))
+        TU_CHECK(!strncmp(text, "32x", 3), "%s: expert schedule '%s' has no 32-channel blocks", oc->name, text);
     run_and_check(ctx, oc, o, ps_plan_get_schedule(p), 1, text);
     ps_plan_destroy(p);
 }
@@ -588,8 +603,16 @@ int main(void)
 {
     const uint64_t seed = tu_seed("test_schedules", 4242u);
     tu_rng rng = {seed};
+    /* Fixed caches (the VM's), so the expert's cache rules pick the same
+     * schedules on every machine. */
+    ps_context_options co;
+    ps_context_options_init(&co);
+    co.n_cache_sizes = 3;
+    co.cache_sizes[0] = 48 << 10;
+    co.cache_sizes[1] = 1 << 20;
+    co.cache_sizes[2] = 32 << 20;
     ps_context *ctx = NULL;
-    ps_status s = ps_context_create(NULL, &ctx);
+    ps_status s = ps_context_create(&co, &ctx);
     if (s != PS_SUCCESS) {
         fprintf(stderr, "ps_context_create: %s: %s\n", ps_status_str(s), ps_last_error_message());
         return 1;

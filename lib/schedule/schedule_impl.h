@@ -65,7 +65,9 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
  * tiles of 8 x 2 kernel blocks with the reduction loop inside them (L2
  * blocking), or, when both operands exceed llc_bytes, tiles of ~1024 x ~528
  * elements whose panels each thread packs itself (ps_gemm_operands_exceed),
- * where those tiles split over the threads as evenly as single blocks do; for convs whose weights fit in half
+ * where those tiles split over the threads as evenly as single blocks do; for
+ * spatial convs whose weights per kernel call fill a quarter of L2 32-channel
+ * kernel blocks instead of 64; for convs whose weights fit in half
  * of L2 the input-stationary order (every output-channel block over a tile
  * of input while it is in cache) where its tiles balance over the threads;
  * else ps_schedule_default's order.
