@@ -46,6 +46,12 @@ typedef struct ps_gemm_shape {
 
 void ps_gemm_shape_of(const ps_gemm_desc *d, ps_gemm_shape *s);
 
+/* Fewest kernel blocks a band tile needs along m and along n for panels:
+ * each chunk's panel is packed once per tile and read by that many kernel
+ * calls (1024x1024x32768 with 8 x 2 tiles ran at 0.65x dnnl_sgemm with
+ * panels, 0.74-0.83x with the packing pass). */
+#define PS_GEMM_PANEL_MIN_BLOCKS 8
+
 /* Both operands are larger than the last-level cache (llc_bytes; 0 =
  * unknown: no). Then a copy made ahead of the kernels cannot stay in cache
  * until they read it: packing in a pass of its own costs each operand a
@@ -53,12 +59,6 @@ void ps_gemm_shape_of(const ps_gemm_desc *d, ps_gemm_shape *s);
  * by panel, instead (ps_exec.panel_a/b), with the expert's large band tiles
  * (ps_schedule_expert). Measured on 1024x1024x32768 (VM, 2 threads; 256 MB
  * of operands, 32 MiB L3): docs/performance.md. */
-/* Fewest kernel blocks a band tile needs along m and along n for panels:
- * each chunk's panel is packed once per tile and read by that many kernel
- * calls (1024x1024x32768 with 8 x 2 tiles ran at 0.65x dnnl_sgemm with
- * panels, 0.74-0.83x with the packing pass). */
-#define PS_GEMM_PANEL_MIN_BLOCKS 8
-
 static inline int ps_gemm_operands_exceed(const ps_gemm_shape *g, size_t llc_bytes)
 {
     return llc_bytes && (double)g->M * (double)g->K * sizeof(float) > (double)llc_bytes &&
