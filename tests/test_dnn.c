@@ -170,6 +170,15 @@ static void conv_shape(ps_desc *d, int64_t N, int64_t C, int64_t K, int64_t HW, 
     c->pad_top = c->pad_bottom = c->pad_left = c->pad_right = R / 2;
 }
 
+static void gemm_shape(ps_desc *d, int64_t M, int64_t N, int64_t K, int row_major)
+{
+    ps_desc_init_gemm(d);
+    d->u.gemm.M = M;
+    d->u.gemm.N = N;
+    d->u.gemm.K = K;
+    d->u.gemm.order = row_major ? PS_ROW_MAJOR : PS_COL_MAJOR;
+}
+
 static void cost_query(ps_context *ctx)
 {
     ps_desc d;
@@ -436,11 +445,7 @@ static void gemm_default(ps_context *ctx)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ps_desc d;
-        ps_desc_init_gemm(&d);
-        d.u.gemm.M = cases[i].M;
-        d.u.gemm.N = cases[i].N;
-        d.u.gemm.K = cases[i].K;
-        d.u.gemm.order = cases[i].row_major ? PS_ROW_MAJOR : PS_COL_MAJOR;
+        gemm_shape(&d, cases[i].M, cases[i].N, cases[i].K, cases[i].row_major);
         char got[512], none[512], fixed[512] = "";
         plan_schedule(ctx, &d, PS_RANKER_DEFAULT, cases[i].threads, got, sizeof got);
         plan_schedule(ctx, &d, PS_RANKER_NONE, cases[i].threads, none, sizeof none);
@@ -483,11 +488,7 @@ static void gemm_panel_rule(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ps_desc d;
-        ps_desc_init_gemm(&d);
-        d.u.gemm.M = cases[i].M;
-        d.u.gemm.N = cases[i].N;
-        d.u.gemm.K = cases[i].K;
-        d.u.gemm.order = PS_ROW_MAJOR;
+        gemm_shape(&d, cases[i].M, cases[i].N, cases[i].K, 1);
         ps_schedule *ex = NULL;
         char got[512] = "";
         TU_CHECK(ps_schedule_expert(&d, cases[i].threads, 1 << 20, cases[i].llc, &ex) == PS_SUCCESS, "expert: %s",
@@ -535,17 +536,11 @@ int main(int argc, char **argv)
         return 2;
     }
     vectors(argv[1]);
-    ps_context_options co;
-    ps_context_options_init(&co);
-    co.num_threads = 2;
     /* The VM's caches, whatever the machine: the GEMM rules depend on the
      * last level (gemm_default's 16 MiB operands must fit in it). */
-    co.n_cache_sizes = 3;
-    co.cache_sizes[0] = 48 << 10;
-    co.cache_sizes[1] = 1 << 20;
-    co.cache_sizes[2] = 32 << 20;
     ps_context *ctx = NULL;
-    TU_CHECK(ps_context_create(&co, &ctx) == PS_SUCCESS, "context: %s", ps_last_error_message());
+    TU_CHECK(tu_context_with_caches(2, 48 << 10, 1 << 20, 32 << 20, &ctx) == PS_SUCCESS, "context: %s",
+             ps_last_error_message());
     if (ctx) {
         cost_query(ctx);
         plan(ctx, PS_RANKER_DNN, 0);

@@ -217,6 +217,19 @@ out:
     free(ref); free(mag); free(in_c); free(ws);
 }
 
+/* The random leading dimensions, alpha, beta (and NaNs in C where beta = 0
+ * must not read it) of a case whose shape and layout are set, then the case. */
+static void draw_and_run(ps_context *ctx, tu_rng *r, int idx, ps_gemm_desc *g, stats *st, const char *want_in_plan)
+{
+    g->lda = draw_ld(r, ref_gemm_min_ld(g, 'a'));
+    g->ldb = draw_ld(r, ref_gemm_min_ld(g, 'b'));
+    g->ldc = draw_ld(r, ref_gemm_min_ld(g, 'c'));
+    g->alpha = draw_scalar(r, 0);
+    g->beta = draw_scalar(r, 1);
+    const int nan_c = g->beta == 0.0f && tu_range(r, 0, 1);
+    run_case(ctx, r, idx, g, nan_c, st, want_in_plan);
+}
+
 int main(void)
 {
     const uint64_t seed = tu_seed("test_gemm_random", 977u);
@@ -258,13 +271,7 @@ int main(void)
             g.N = fixed[i - n][1];
             g.K = fixed[i - n][2];
         }
-        g.lda = draw_ld(&r, ref_gemm_min_ld(&g, 'a'));
-        g.ldb = draw_ld(&r, ref_gemm_min_ld(&g, 'b'));
-        g.ldc = draw_ld(&r, ref_gemm_min_ld(&g, 'c'));
-        g.alpha = draw_scalar(&r, 0);
-        g.beta = draw_scalar(&r, 1);
-        const int nan_c = g.beta == 0.0f && tu_range(&r, 0, 1);
-        run_case(ctx, &r, i, &g, nan_c, &st, NULL);
+        draw_and_run(ctx, &r, i, &g, &st, NULL);
     }
     ps_context_destroy(ctx);
     /* Operands larger than the last-level cache: the executor packs per-thread
@@ -273,17 +280,7 @@ int main(void)
      * random leading dimensions, alpha and beta; one reduction chunk with
      * more band tiles than threads (520 x 1600 x 300: the panels' tile tags),
      * several chunks and a remainder chunk (K = 530, 600: the chunk tags). */
-    ps_context_options copts;
-    ps_context_options_init(&copts);
-    copts.num_threads = 2;
-    copts.n_cache_sizes = 3;
-    copts.cache_sizes[0] = 16 << 10;
-    copts.cache_sizes[1] = 32 << 10;
-    copts.cache_sizes[2] = 64 << 10;
-    if ((s = ps_context_create(&copts, &ctx)) != PS_SUCCESS) {
-        fprintf(stderr, "ps_context_create (64 KiB L3): %s: %s\n", ps_status_str(s), ps_last_error_message());
-        return 1;
-    }
+    if (tu_context_with_caches(2, 16 << 10, 32 << 10, 64 << 10, &ctx) != PS_SUCCESS) return 1;
     static const int64_t panel_shapes[][3] = {{520, 1600, 300}, {1100, 520, 600}, {530, 1700, 530}};
     int n_panel = 0;
     for (int si = 0; si < 3; si++)
@@ -298,13 +295,7 @@ int main(void)
             g.M = panel_shapes[si][0];
             g.N = panel_shapes[si][1];
             g.K = panel_shapes[si][2];
-            g.lda = draw_ld(&r, ref_gemm_min_ld(&g, 'a'));
-            g.ldb = draw_ld(&r, ref_gemm_min_ld(&g, 'b'));
-            g.ldc = draw_ld(&r, ref_gemm_min_ld(&g, 'c'));
-            g.alpha = draw_scalar(&r, 0);
-            g.beta = draw_scalar(&r, 1);
-            const int nan_c = g.beta == 0.0f && tu_range(&r, 0, 1);
-            run_case(ctx, &r, n + n_fixed + n_panel, &g, nan_c, &st, "A=panels B=panels");
+            draw_and_run(ctx, &r, n + n_fixed + n_panel, &g, &st, "A=panels B=panels");
         }
     ps_context_destroy(ctx);
     printf("test_gemm_random: %d cases (%d random + %d fixed larger + %d per-thread panels), %d failed; max "

@@ -605,18 +605,8 @@ int main(void)
     tu_rng rng = {seed};
     /* Fixed caches (the VM's), so the expert's cache rules pick the same
      * schedules on every machine. */
-    ps_context_options co;
-    ps_context_options_init(&co);
-    co.n_cache_sizes = 3;
-    co.cache_sizes[0] = 48 << 10;
-    co.cache_sizes[1] = 1 << 20;
-    co.cache_sizes[2] = 32 << 20;
     ps_context *ctx = NULL;
-    ps_status s = ps_context_create(&co, &ctx);
-    if (s != PS_SUCCESS) {
-        fprintf(stderr, "ps_context_create: %s: %s\n", ps_status_str(s), ps_last_error_message());
-        return 1;
-    }
+    if (tu_context_with_caches(0, 48 << 10, 1 << 20, 32 << 20, &ctx) != PS_SUCCESS) return 1;
     op_case cases[16];
     const int n = make_cases(cases);
     for (int i = 0; i < n; i++) {

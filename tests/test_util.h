@@ -187,6 +187,25 @@ static inline int tu_available_rankers(ps_context *ctx, ps_ranker out[4])
     return n;
 }
 
+/* A context with these cache sizes (L1, L2, L3) instead of the detected
+ * ones, so that the planner's cache rules decide alike on every machine;
+ * threads 0 = OpenMP's default. Reports a failure itself. */
+static inline ps_status tu_context_with_caches(int threads, size_t l1, size_t l2, size_t l3, ps_context **ctx)
+{
+    ps_context_options o;
+    ps_context_options_init(&o);
+    o.num_threads = threads;
+    o.n_cache_sizes = 3;
+    o.cache_sizes[0] = l1;
+    o.cache_sizes[1] = l2;
+    o.cache_sizes[2] = l3;
+    const ps_status st = ps_context_create(&o, ctx);
+    if (st != PS_SUCCESS)
+        fprintf(stderr, "ps_context_create (caches %zu, %zu, %zu): %s: %s\n", l1, l2, l3, ps_status_str(st),
+                ps_last_error_message());
+    return st;
+}
+
 static inline int tu_finish(const char *test)
 {
     if (tu_failures) {

@@ -56,7 +56,7 @@ void ps_gemm_shape_of(const ps_gemm_desc *d, ps_gemm_shape *s);
  * unknown: no). Then a copy made ahead of the kernels cannot stay in cache
  * until they read it: packing in a pass of its own costs each operand a
  * write and a re-read from memory, and the executor packs per thread, panel
- * by panel, instead (ps_exec.panel_a/b), with the expert's large band tiles
+ * by panel, instead (ps_exec.panels), with the expert's large band tiles
  * (ps_schedule_expert). Measured on 1024x1024x32768 (VM, 2 threads; 256 MB
  * of operands, 32 MiB L3): docs/performance.md. */
 static inline int ps_gemm_operands_exceed(const ps_gemm_shape *g, size_t llc_bytes)

@@ -187,7 +187,7 @@ static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d, size_t llc_bytes)
      * the walk and its tiles reuse each panel. */
     if (ps_gemm_operands_exceed(g, llc_bytes) && gemm_panel_walk(e) && e->panel_m >= PS_GEMM_PANEL_MIN_BLOCKS &&
         e->panel_n >= PS_GEMM_PANEL_MIN_BLOCKS)
-        e->panel_a = e->panel_b = e->pack_a = 1;
+        e->panels = e->pack_a = 1;
     e->lda = e->pack_a ? e->ks.m : g->lda;
     e->ldb = e->ks.k;
     ps_status st;

@@ -70,8 +70,8 @@ typedef struct ps_exec {
     ps_gemm_shape gemm;
     int64_t n_tail;            /* width of the last column block (may equal n) */
     int pack_a, pack_b;        /* operand is transposed/scaled into the workspace first */
-    int panel_a, panel_b;      /* instead of the pass, each thread packs the operand's panel of
-                                  its band tile and one reduction chunk into its own buffer
+    int panels;                /* instead of the pass, each thread packs the A and B panels of
+                                  its band tile and one reduction chunk into its own buffers
                                   when the walk enters that (tile, chunk); needs the chunk
                                   loop outside every block loop of the tile (see build_gemm) */
     int64_t panel_m, panel_n;  /* a band tile's most blocks along m and n (panel sizes) */

@@ -7,7 +7,7 @@
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* Per-thread GEMM panels (ps_exec.panel_a/b): the band tile the thread is
+/* Per-thread GEMM panels (ps_exec.panels): the band tile the thread is
  * in and what its buffers hold. */
 typedef struct gemm_panel {
     float *a, *b;                   /* panel_m x batch A blocks, panel_n x batch B blocks */
@@ -25,7 +25,7 @@ typedef struct tile_ctx {
                                    before every call: LIBXSMM 1.17's address-batch
                                    kernels overwrite entries (checked: a call changed
                                    4 of its 8 entries) */
-    gemm_panel *panel;           /* this thread's panels (ps_exec.panel_a/b), else NULL */
+    gemm_panel *panel;           /* this thread's panels (ps_exec.panels), else NULL */
 } tile_ctx;
 
 static void zero_tile(float *c, int64_t m, int64_t n, int64_t ldc)
@@ -202,24 +202,20 @@ static void gemm_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
     if (t->panel) {
         gemm_panel *p = t->panel;
         const int64_t cap = e->batch_cap;
-        if (e->panel_a) {
-            if (p->a_cc != cc || p->a_m_lo != p->m_lo) {
-                pack_a_blocks(e, t->a, p->a, p->m_lo, p->m_hi, cb0, cb1, cap);
-                p->a_m_lo = p->m_lo;
-                p->a_cc = cc;
-            }
-            a0 = p->a;
-            a_base = ((mb - p->m_lo) * cap - cb0) * a_step;
+        if (p->a_cc != cc || p->a_m_lo != p->m_lo) {
+            pack_a_blocks(e, t->a, p->a, p->m_lo, p->m_hi, cb0, cb1, cap);
+            p->a_m_lo = p->m_lo;
+            p->a_cc = cc;
         }
-        if (e->panel_b) {
-            if (p->b_cc != cc || p->b_n_lo != p->n_lo) {
-                pack_b_blocks(e, t->b, p->b, p->n_lo, p->n_hi, cb0, cb1, cap);
-                p->b_n_lo = p->n_lo;
-                p->b_cc = cc;
-            }
-            b0 = p->b;
-            b_base = ((nb - p->n_lo) * cap - cb0) * b_step;
+        if (p->b_cc != cc || p->b_n_lo != p->n_lo) {
+            pack_b_blocks(e, t->b, p->b, p->n_lo, p->n_hi, cb0, cb1, cap);
+            p->b_n_lo = p->n_lo;
+            p->b_cc = cc;
         }
+        a0 = p->a;
+        b0 = p->b;
+        a_base = ((mb - p->m_lo) * cap - cb0) * a_step;
+        b_base = ((nb - p->n_lo) * cap - cb0) * b_step;
     }
     float *ct = t->c + mb * e->ks.m + nb * e->ks.n * g->ldc;
     int beta = 1;
@@ -320,7 +316,7 @@ static size_t panel_b_floats(const ps_exec *e) { return (size_t)(e->panel_n * e-
 static size_t thread_bytes(const ps_exec *e)
 {
     size_t b = round_region(2 * (size_t)e->batch_cap * sizeof(float *));
-    b += round_region(((e->panel_a ? panel_a_floats(e) : 0) + (e->panel_b ? panel_b_floats(e) : 0)) * sizeof(float));
+    if (e->panels) b += round_region((panel_a_floats(e) + panel_b_floats(e)) * sizeof(float));
     return b;
 }
 
@@ -330,8 +326,9 @@ size_t ps_exec_workspace_bytes(const ps_exec *e)
     if (e->kind == PS_OP_CONV_FWD && e->nchw)
         floats = (size_t)(ps_conv_src_elems(&e->conv) + ps_conv_dst_elems(&e->conv));
     if (e->kind == PS_OP_GEMM) /* operands packed in the pass, blocks padded to full size */
-        floats = (size_t)(e->k_blocks * e->ks.k * ((e->pack_a && !e->panel_a ? e->ext[PS_DIM_K] * e->ks.m : 0) +
-                                                   (e->pack_b && !e->panel_b ? e->ext[PS_DIM_OW] * e->ks.n : 0)));
+        floats = e->panels ? 0
+                           : (size_t)(e->k_blocks * e->ks.k *
+                                      ((e->pack_a ? e->ext[PS_DIM_K] * e->ks.m : 0) + e->ext[PS_DIM_OW] * e->ks.n));
     /* 64 bytes of slack to align the regions of a caller's buffer. */
     return 64 + align64(floats * sizeof(float)) + (size_t)e->nthreads * thread_bytes(e);
 }
@@ -387,7 +384,7 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
         base.c = ops->c;
         float *next = scratch;
         const int64_t KB = e->k_blocks, MB = e->ext[PS_DIM_K], NB = e->ext[PS_DIM_OW];
-        if (e->pack_a && !e->panel_a) {
+        if (e->pack_a && !e->panels) {
             /* A into m x k blocks scaled by alpha; block (mb, kb) at (mb * KB + kb) * m * k. */
             float *pa = next;
             const float *ua = ops->a;
@@ -398,7 +395,7 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
             base.a = pa;
             next += MB * KB * e->ks.m * e->ks.k;
         }
-        if (e->pack_b && !e->panel_b) {
+        if (!e->panels) {
             /* B into k x n blocks; block (kb, nb) at (nb * KB + kb) * k * n. */
             float *pb = next;
             const float *ub = ops->b;
@@ -421,10 +418,10 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
         t.abuf = (const float **)mine;
         t.bbuf = t.abuf + e->batch_cap;
         gemm_panel panel;
-        if (e->panel_a || e->panel_b) {
+        if (e->panels) {
             panel = (gemm_panel){.a_cc = -1, .b_cc = -1};
             panel.a = (float *)(mine + round_region(2 * (size_t)e->batch_cap * sizeof(float *)));
-            panel.b = panel.a + (e->panel_a ? panel_a_floats(e) : 0);
+            panel.b = panel.a + panel_a_floats(e);
             t.panel = &panel;
         }
         run_thread(&t, fn, tid, nt);

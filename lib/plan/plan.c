@@ -195,8 +195,8 @@ ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *n
                      g->order == PS_COL_MAJOR ? "col-major" : "row-major", (long long)g->M, (long long)g->N,
                      (long long)g->K, g->trans_a, g->trans_b, (long long)g->lda, (long long)g->ldb, (long long)g->ldc,
                      (double)g->alpha, (double)g->beta, sched, (long long)e->ext[1], (long long)e->ext[3],
-                     (long long)e->ext[4], e->nthreads, e->panel_a ? "panels" : e->pack_a ? "yes" : "no",
-                     e->panel_b ? "panels" : e->pack_b ? "yes" : "no", e->ks.m,
+                     (long long)e->ext[4], e->nthreads, e->panels ? "panels" : e->pack_a ? "yes" : "no",
+                     e->panels ? "panels" : e->pack_b ? "yes" : "no", e->ks.m,
                      e->ks.n, e->ks.k, (long long)e->batch_cap, (long long)e->m_tail, (long long)e->n_tail,
                      (long long)e->k_tail, plan->workspace_bytes, plan->create_ms);
     }
