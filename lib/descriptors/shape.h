@@ -31,6 +31,10 @@ static inline int ps_conv_merges_taps(const ps_conv_shape *s)
     return ps_conv_few_channels(s) && s->dw == 1 && s->R * s->K >= 128 * s->sh;
 }
 
+/* Merged taps: calls per column block, q = ceil(S / sw) (each over every q-th
+ * column, so that a column's S*C floats do not overlap the next one's). */
+static inline int64_t ps_conv_tap_phases(const ps_conv_shape *s) { return (s->S + s->sw - 1) / s->sw; }
+
 /* The user-visible output size (no canonical reshaping). */
 void ps_conv_output_dims(const ps_conv_desc *d, int64_t *OH, int64_t *OW);
 

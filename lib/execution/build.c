@@ -117,7 +117,7 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
     e->merge_taps = e->k_blocks == 1 && ps_conv_merges_taps(c);
     if (e->merge_taps) {
         e->batch_cap = c->R;
-        e->tap_phases = ceil_div(c->S, c->sw);
+        e->tap_phases = ps_conv_tap_phases(c);
     }
     for (int64_t i = 0; i < ns; i++) {
         /* Identical shapes share kernels: LIBXSMM's registry returns the same code. */

@@ -302,8 +302,17 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
          * ceil(S/sw) calls over every q-th column), so wider calls amortise
          * its fixed cost (vgga_01, resnet_00, fastrcnn_01 merged, 48-60
          * columns: 1.04-1.12x faster than 25-28; mobilenet_01 per tap, 56:
-         * 1.05-1.07x; docs/performance.md). */
-        ks.n = pick_width(c.OW, ps_conv_few_channels(&c) ? 56 : 28);
+         * 1.05-1.07x; docs/performance.md). Merged taps cut a block into q
+         * calls, so the cap grows to ~25 columns per call: fastrcnn_01 (q = 4,
+         * 300 columns) ran 1.10-1.11x faster with 100-column blocks than with
+         * 50 (60: 1.04-1.09x; two runs, session 10); on the other merged
+         * layers the cap picks the same widths as 56. */
+        int max_n = 28;
+        if (ps_conv_few_channels(&c)) {
+            const int64_t per_calls = ps_conv_merges_taps(&c) ? 25 * ps_conv_tap_phases(&c) : 0;
+            max_n = per_calls > 56 ? (int)per_calls : 56;
+        }
+        ks.n = pick_width(c.OW, max_n);
         ks.k = pick_block(c.C, 64);
         int64_t blocks = ceil_div(c.C, ks.k);
         ks.batch = (int)(blocks < 64 ? blocks : 64);
