@@ -53,7 +53,8 @@ static inline int64_t ps_loop_trips(const ps_loop *l, int64_t left[PS_DIM_COUNT]
 /* The expert microkernel for a descriptor (PolyScientist's hand-chosen
  * BRGEMM shape): the widest register-friendly output-channel block (<= 64,
  * a multiple of 16 dividing the extent when one exists), a column block
- * (conv: the widest dividing the row, <= 28, or <= 56 for few-channel convs;
+ * (conv: the widest dividing the row, <= 28, or <= 56 for few-channel convs,
+ * <= 25 per phase call when their taps merge;
  * gemm: 48) and a 64-wide reduction
  * block; batch = every reduction block (capped). Default schedule and
  * variant space share it, so the planner ranks outer loops only. */
