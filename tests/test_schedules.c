@@ -80,6 +80,14 @@ static ps_desc conv_desc(int64_t N, int64_t C, int64_t K, int64_t H, int64_t W, 
     return d;
 }
 
+/* 3x3 "same" convolution: padding 1 on every side, fused bias + ReLU. */
+static void same_pad_bias_relu(ps_desc *d)
+{
+    ps_conv_desc *c = &d->u.conv;
+    c->pad_top = c->pad_bottom = c->pad_left = c->pad_right = 1;
+    c->post_ops = PS_POST_BIAS | PS_POST_RELU;
+}
+
 static ps_desc gemm_desc(int64_t M, int64_t N, int64_t K)
 {
     ps_desc d;
@@ -104,11 +112,7 @@ static int make_cases(op_case *cs)
         "16x10x32/1 : n oh k",
         "7x4x8/1 : n:2* k:3* n k oh ow:2 ow c:2 c", /* m = 7: 5 blocks, last of 4 */
         NULL}};
-    {
-        ps_conv_desc *c = &cs[n].desc.u.conv;
-        c->pad_top = c->pad_bottom = c->pad_left = c->pad_right = 1;
-        c->post_ops = PS_POST_BIAS | PS_POST_RELU;
-    }
+    same_pad_bias_relu(&cs[n].desc);
     n++;
     /* B: strided, asymmetric padding, NCHW/KRSC, bias. OH = OW = 7. */
     cs[n] = (op_case){"conv B stride 2 asym pad NCHW", conv_desc(1, 24, 40, 15, 13, 3, 3), {
@@ -201,11 +205,7 @@ static int make_cases(op_case *cs)
         "32x6x64/2 : n* k* oh* ow* c",
         "64x6x64/2 : k* oh ow c",
         NULL}};
-    {
-        ps_conv_desc *c = &cs[n].desc.u.conv;
-        c->pad_top = c->pad_bottom = c->pad_left = c->pad_right = 1;
-        c->post_ops = PS_POST_BIAS | PS_POST_RELU;
-    }
+    same_pad_bias_relu(&cs[n].desc);
     n++;
     /* O: 7x7 stride 2, C = 3: merged taps in q = 4 column phases; the
      * expert's blocks grow to 25 columns per phase call, 100 of the 200
