@@ -3,7 +3,10 @@
  * its own operands: one B chunk (batch blocks of k x n, leading dimension ldb)
  * that stays in cache, and --a-chunks A chunks (batch blocks of m x k each)
  * taken in turn, so the A working set per thread can be set from L1-resident
- * to streamed from memory; each A chunk has its own C block (ldc).
+ * to streamed from memory. C blocks (ldc) are taken in turn too: by default
+ * one per A chunk; --c-chunks sets how many (many: written like a large
+ * output), --c-phases Q makes Q calls share a block, call p over its columns
+ * p, p + Q, ... (ldc = Q x m), as a merged-tap conv writes its output.
  * Comparing a plan's GFLOP/s with this ceiling for its kernel shape separates
  * the kernel's limit from what the outer loops and the memory system cost
  * (docs/performance.md, "GEMM: where the gap is"). */
@@ -14,7 +17,7 @@
 #include <string.h>
 
 typedef struct opts {
-    long m, n, k, batch, lda, ldb, ldc, a_chunks;
+    long m, n, k, batch, lda, ldb, ldc, a_chunks, c_chunks, c_phases;
     int beta, threads, trials;
     double min_ms;
 } opts;
@@ -26,9 +29,13 @@ static void usage(FILE *f)
             "Times C(m x n) += sum over the batch of A_i(m x k) * B_i(k x n) (LIBXSMM batch-reduce\n"
             "kernel, f32) on every thread at once; prints the best trial's GFLOP/s over all threads.\n\n"
             "  --batch B       blocks per call (default 1)\n"
-            "  --lda/--ldb/--ldc LD  leading dimensions (default m, k, m)\n"
+            "  --lda/--ldb/--ldc LD  leading dimensions (default m, k, m x c-phases)\n"
             "  --beta 0|1      overwrite or accumulate C (default 1)\n"
             "  --a-chunks N    distinct A chunks per thread, used in turn (default 1: in L1/L2)\n"
+            "  --c-chunks N    distinct C blocks per thread, used in turn, contiguous (default: as\n"
+            "                  many as A chunks; many: C streamed like a large output)\n"
+            "  --c-phases Q    Q calls per C block, call p over columns p, p + Q, ... (ldc = Q * m:\n"
+            "                  how a merged-tap conv writes its output; default 1)\n"
             "  --threads T     threads (default: OpenMP's)\n"
             "  --trials T      trials, the best is reported (default 7)\n"
             "  --min-ms MS     each trial lasts at least this long (default 50)\n");
@@ -36,7 +43,7 @@ static void usage(FILE *f)
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){.batch = 1, .a_chunks = 1, .beta = 1, .threads = omp_get_max_threads(), .trials = 7, .min_ms = 50};
+    *o = (opts){.batch = 1, .a_chunks = 1, .c_phases = 1, .beta = 1, .threads = omp_get_max_threads(), .trials = 7, .min_ms = 50};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -62,6 +69,8 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(name, "--ldc")) o->ldc = (long)v;
         else if (!strcmp(name, "--beta")) o->beta = (int)v;
         else if (!strcmp(name, "--a-chunks")) o->a_chunks = (long)v;
+        else if (!strcmp(name, "--c-chunks")) o->c_chunks = (long)v;
+        else if (!strcmp(name, "--c-phases")) o->c_phases = (long)v;
         else if (!strcmp(name, "--threads")) o->threads = (int)v;
         else if (!strcmp(name, "--trials")) o->trials = (int)v;
         else if (!strcmp(name, "--min-ms")) o->min_ms = v;
@@ -72,11 +81,12 @@ static int parse(int argc, char **argv, opts *o)
     }
     if (!o->lda) o->lda = o->m;
     if (!o->ldb) o->ldb = o->k;
-    if (!o->ldc) o->ldc = o->m;
-    if (o->m < 1 || o->n < 1 || o->k < 1 || o->batch < 1 || o->batch > 4096 || o->a_chunks < 1 || o->threads < 1 ||
-        o->trials < 1 || o->beta > 1 || o->lda < o->m || o->ldb < o->k || o->ldc < o->m) {
+    if (!o->ldc) o->ldc = o->m * o->c_phases;
+    if (!o->c_chunks) o->c_chunks = o->a_chunks;
+    if (o->m < 1 || o->n < 1 || o->k < 1 || o->batch < 1 || o->batch > 4096 || o->a_chunks < 1 || o->c_chunks < 0 || o->c_phases < 1 || o->threads < 1 ||
+        o->trials < 1 || o->beta > 1 || o->lda < o->m || o->ldb < o->k || o->ldc < o->m * o->c_phases) {
         fprintf(stderr, "polysci-brgemm-ceiling: need m, n, k >= 1, 1 <= batch <= 4096, lda >= m, ldb >= k, "
-                        "ldc >= m, beta 0 or 1\n");
+                        "ldc >= m * c-phases, beta 0 or 1\n");
         return -1;
     }
     return 0;
@@ -101,13 +111,13 @@ int main(int argc, char **argv)
     }
     /* Footprints of one block, in floats. */
     const size_t a_blk = (size_t)(o.lda * (o.k - 1) + o.m), b_blk = (size_t)(o.ldb * (o.n - 1) + o.k),
-                 c_blk = (size_t)(o.ldc * (o.n - 1) + o.m);
+                 c_blk = (size_t)(o.ldc * o.n); /* a C block: all phases' columns */
     const double flops_per_call = 2.0 * o.m * o.n * o.k * o.batch;
     double rate_sum = 0;
     int failed = 0; /* any thread's allocation: all threads must then skip the trials and their barriers */
 #pragma omp parallel num_threads(o.threads) reduction(+ : rate_sum)
     {
-        const size_t a_floats = a_blk * o.batch * o.a_chunks, b_floats = b_blk * o.batch, c_floats = c_blk * o.a_chunks;
+        const size_t a_floats = a_blk * o.batch * o.a_chunks, b_floats = b_blk * o.batch, c_floats = c_blk * o.c_chunks;
         float *a = aligned_alloc(64, (a_floats * sizeof(float) + 63) / 64 * 64);
         float *b = aligned_alloc(64, (b_floats * sizeof(float) + 63) / 64 * 64);
         float *c = aligned_alloc(64, (c_floats * sizeof(float) + 63) / 64 * 64);
@@ -136,7 +146,7 @@ int main(int argc, char **argv)
                         bp[i] = b + (size_t)i * b_blk;
                     }
                     unsigned long long cnt = (unsigned long long)o.batch;
-                    kernel(ap, bp, c + (size_t)ch * c_blk, &cnt);
+                    kernel(ap, bp, c + (size_t)(r / o.c_phases % o.c_chunks) * c_blk + (size_t)(r % o.c_phases) * o.m, &cnt);
                 }
                 double ms = (omp_get_wtime() - t0) * 1e3;
                 if (t == 0) {

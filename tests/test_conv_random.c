@@ -80,6 +80,15 @@ static int fixed_shapes(shape *out)
     ADD("few channels, two output-channel blocks around the rows (merged taps, 3 column phases)", d_.N = 2; d_.C = 3;
         d_.K = 96; d_.H = d_.W = 19; d_.R = d_.S = 5; d_.stride_h = d_.stride_w = 2;
         d_.pad_top = d_.pad_bottom = d_.pad_left = d_.pad_right = 2);
+    ADD("few channels, 3x3 merged taps, blocks split by columns at uneven edges (1 left, 2 right)", d_.N = 2;
+        d_.C = 3; d_.K = 64; d_.H = 9; d_.W = 61; d_.R = d_.S = 3; d_.pad_top = 1; d_.pad_bottom = 2;
+        d_.pad_left = 1; d_.pad_right = 2; d_.post_ops = PS_POST_BIAS | PS_POST_RELU);
+    ADD("few channels, 3x3/2 merged taps split by columns, two output-channel blocks", d_.N = 1; d_.C = 3;
+        d_.K = 128; d_.H = 11; d_.W = 40; d_.R = d_.S = 3; d_.stride_h = d_.stride_w = 2;
+        d_.pad_top = d_.pad_bottom = d_.pad_left = d_.pad_right = 1; d_.layout = PS_LAYOUT_NCHW);
+    ADD("few channels, dilated taps skip a 2-column image: tap-less columns zeroed, then accumulated",
+        d_.N = 2; d_.C = 3; d_.K = 64; d_.H = 8; d_.W = 2; d_.R = d_.S = 3; d_.dilation_w = 3; d_.pad_top = 1;
+        d_.pad_bottom = 1; d_.pad_left = d_.pad_right = 4; d_.post_ops = PS_POST_BIAS);
     ADD("K=425 1x1 (yolo-like head)", d_.N = 1; d_.C = 24; d_.K = 425; d_.H = 5; d_.W = 7; d_.R = d_.S = 1);
     ADD("K=425 3x3 padded NCHW", d_.N = 1; d_.C = 8; d_.K = 425; d_.H = 4; d_.W = 5; d_.R = d_.S = 3;
         d_.pad_top = d_.pad_bottom = d_.pad_left = d_.pad_right = 1; d_.layout = PS_LAYOUT_NCHW;

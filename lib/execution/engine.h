@@ -55,6 +55,9 @@ typedef struct ps_exec {
     int64_t *seg_begin;        /* per ow-block b: segments [seg_begin[b], seg_begin[b+1]) */
     unsigned char *block_zero; /* per ow-block: no segment spans the whole block, so the
                                   first chunk zeroes the tile and every call accumulates */
+    int segs_by_column;        /* segments are runs of columns with the same taps (disjoint,
+                                  each starts at the block's beta); else runs of taps valid on
+                                  the same columns (the spanning one first, the rest accumulate) */
     ps_conv_segment *segs;
     int64_t n_segs;
     int nchw;                  /* activations arrive/leave as NCHW: convert via workspace */

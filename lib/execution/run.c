@@ -73,8 +73,10 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
         zero_tile(cblk, mk, ow_w, c->K);
         beta = 1;
     }
+    const int block_beta = beta;
     for (int64_t si = e->seg_begin[owb]; si < e->seg_begin[owb + 1] && !empty; si++) {
         const ps_conv_segment *sg = &e->segs[si];
+        if (e->segs_by_column) beta = block_beta; /* disjoint columns */
         float *ct = t->dst + ((n * c->OH + oh) * c->OW + sg->ow0) * c->K + kb * e->ks.m;
         const int64_t iw0 = sg->ow0 * c->sw - c->pl;
         for (int part = 0; part < 2; part++) {
