@@ -80,6 +80,8 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
      * the left edge changes the valid taps at most S times across a block,
      * the right edge too. */
     e->segs_by_column = e->merge_taps && c->R * (c->S - 1) * c->C <= PS_EDGE_COLUMN_MAX_REDUCTION;
+    /* (The analysis model, lib/analysis/model.c conv_segments, keeps the
+     * split by taps for these blocks too: docs/analysis.md.) */
     e->segs = malloc((size_t)(e->ext[PS_DIM_OW] * (2 * c->S + 1)) * sizeof *e->segs);
     e->block_zero = malloc((size_t)e->ext[PS_DIM_OW]);
     if (!e->r_lo || !e->r_hi || !e->seg_begin || !e->segs || !e->block_zero)
