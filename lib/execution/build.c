@@ -77,12 +77,11 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
      * that pays); they need the whole C in one block and adjacent taps. */
     e->merge_taps = e->k_blocks == 1 && ps_conv_merges_taps(c);
     /* Segments by taps: at most one per filter column and block; by columns:
-     * the left edge changes the valid taps at most S times across a block,
-     * the right edge too. */
+     * at most one per output column. */
     e->segs_by_column = e->merge_taps && c->R * (c->S - 1) * c->C <= PS_EDGE_COLUMN_MAX_REDUCTION;
     /* (The analysis model, lib/analysis/model.c conv_segments, keeps the
      * split by taps for these blocks too: docs/analysis.md.) */
-    e->segs = malloc((size_t)(e->ext[PS_DIM_OW] * (2 * c->S + 1)) * sizeof *e->segs);
+    e->segs = malloc((size_t)(e->ext[PS_DIM_OW] * (e->segs_by_column ? e->ks.n : c->S)) * sizeof *e->segs);
     e->block_zero = malloc((size_t)e->ext[PS_DIM_OW]);
     if (!e->r_lo || !e->r_hi || !e->seg_begin || !e->segs || !e->block_zero)
         return ps_error(PS_ERR_OUT_OF_MEMORY, "conv plan: out of memory for the padding geometry");
