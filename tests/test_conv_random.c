@@ -80,12 +80,18 @@ static int fixed_shapes(shape *out)
     ADD("few channels, two output-channel blocks around the rows (merged taps, 3 column phases)", d_.N = 2; d_.C = 3;
         d_.K = 96; d_.H = d_.W = 19; d_.R = d_.S = 5; d_.stride_h = d_.stride_w = 2;
         d_.pad_top = d_.pad_bottom = d_.pad_left = d_.pad_right = 2);
-    ADD("few channels, 3x3 merged taps, blocks split by columns at uneven edges (1 left, 2 right)", d_.N = 2;
+    ADD("few channels, 3x3 merged taps read from the padded copy, uneven padding (1 left, 2 right)", d_.N = 2;
         d_.C = 3; d_.K = 64; d_.H = 9; d_.W = 61; d_.R = d_.S = 3; d_.pad_top = 1; d_.pad_bottom = 2;
         d_.pad_left = 1; d_.pad_right = 2; d_.post_ops = PS_POST_BIAS | PS_POST_RELU);
-    ADD("few channels, 3x3/2 merged taps split by columns, two output-channel blocks", d_.N = 1; d_.C = 3;
+    ADD("few channels, 3x3/2 merged taps from the padded copy, two output-channel blocks", d_.N = 1; d_.C = 3;
         d_.K = 128; d_.H = 11; d_.W = 40; d_.R = d_.S = 3; d_.stride_h = d_.stride_w = 2;
         d_.pad_top = d_.pad_bottom = d_.pad_left = d_.pad_right = 1; d_.layout = PS_LAYOUT_NCHW);
+    ADD("few channels, merged taps, right padding only (the copy's zeros on one side)", d_.N = 2; d_.C = 3;
+        d_.K = 64; d_.H = 10; d_.W = 20; d_.R = d_.S = 3; d_.pad_top = 1; d_.pad_right = 2;
+        d_.weight_layout = PS_WEIGHTS_RSCK);
+    ADD("few channels, merged 7x7/2 taps on a 2-column image (the copy mostly zeros)", d_.N = 2; d_.C = 3;
+        d_.K = 64; d_.H = 9; d_.W = 2; d_.R = d_.S = 7; d_.stride_h = d_.stride_w = 2;
+        d_.pad_top = d_.pad_bottom = d_.pad_left = d_.pad_right = 3; d_.post_ops = PS_POST_BIAS | PS_POST_RELU);
     ADD("few channels, dilated taps skip a 2-column image: tap-less columns zeroed, then accumulated",
         d_.N = 2; d_.C = 3; d_.K = 64; d_.H = 8; d_.W = 2; d_.R = d_.S = 3; d_.dilation_w = 3; d_.pad_top = 1;
         d_.pad_bottom = 1; d_.pad_left = d_.pad_right = 4; d_.post_ops = PS_POST_BIAS);

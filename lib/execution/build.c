@@ -6,14 +6,6 @@
 
 #include "core/error.h"
 
-/* Merged-tap convs split a column block by columns (not by taps) where a
- * partial edge column reduces over at most this many floats (R x taps x C).
- * Measured (VM, 2 threads, N = 2, old and new binary alternating, three
- * pairs): vgga_01 (3x3, C = 3: 18) 1.07-1.15 ms instead of 1.17-1.21;
- * resnet_00 (7x7/2, C = 3: up to 126) 1.21-1.35 instead of 1.16-1.20, its
- * one-column calls being long (docs/performance.md). */
-#define PS_EDGE_COLUMN_MAX_REDUCTION 32
-
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -76,12 +68,31 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
     /* Merged taps turn k = C into k = taps x C (ps_conv_merges_taps says when
      * that pays); they need the whole C in one block and adjacent taps. */
     e->merge_taps = e->k_blocks == 1 && ps_conv_merges_taps(c);
-    /* Segments by taps: at most one per filter column and block; by columns:
-     * at most one per output column. */
-    e->segs_by_column = e->merge_taps && c->R * (c->S - 1) * c->C <= PS_EDGE_COLUMN_MAX_REDUCTION;
-    /* (The analysis model, lib/analysis/model.c conv_segments, keeps the
-     * split by taps for these blocks too: docs/analysis.md.) */
-    e->segs = malloc((size_t)(e->ext[PS_DIM_OW] * (e->segs_by_column ? e->ks.n : c->S)) * sizeof *e->segs);
+    if (e->merge_taps) {
+        e->batch_cap = c->R;
+        e->tap_phases = ps_conv_tap_phases(c);
+        /* Columns that reach into the left or right padding: read a copy of
+         * the input padded with zeros instead. Without it such a column
+         * reduces over fewer taps, and a block holding one was split by taps
+         * (2-3 passes of short reductions over nearly all its columns:
+         * resnet_00 ran every block with k = 3-15 instead of 21) or by
+         * columns (a one-column call per edge column, at half speed or less).
+         * The copy writes one float per input float, against >= 256 flops
+         * per input float for merged taps (R*K >= 128*sh). Measured (VM, 2
+         * threads, old and new binary alternating, four pairs per batch
+         * size): resnet_00 0.925-0.938 -> 0.947-0.961x oneDNN at N = 2,
+         * vgga_01 0.834-0.845 -> 0.845-0.869; copying all columns ran
+         * 1.3-5% faster than copying the edge blocks or edge strips only
+         * (prototypes, docs/performance.md). */
+        if (c->pl > 0 || (c->OW - 1) * c->sw - c->pl + c->S > c->W) {
+            e->hpad_width = (c->OW - 1) * c->sw + c->S; /* dw = 1 */
+            if (!ps_mul_ok(c->N * c->H, e->hpad_width * c->C, &e->hpad_floats))
+                return ps_error(PS_ERR_OVERFLOW, "conv plan: padded input copy too large");
+        }
+    }
+    /* Segments: one per block (merged taps), else at most one per filter
+     * column and block. */
+    e->segs = malloc((size_t)(e->ext[PS_DIM_OW] * (e->merge_taps ? 1 : c->S)) * sizeof *e->segs);
     e->block_zero = malloc((size_t)e->ext[PS_DIM_OW]);
     if (!e->r_lo || !e->r_hi || !e->seg_begin || !e->segs || !e->block_zero)
         return ps_error(PS_ERR_OUT_OF_MEMORY, "conv plan: out of memory for the padding geometry");
@@ -93,8 +104,8 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
         e->r_hi[oh] = min64(c->R, floor_div(c->H - 1 - ih0, c->dh) + 1);
         if (e->r_hi[oh] < e->r_lo[oh]) e->r_hi[oh] = e->r_lo[oh];
     }
-    /* Segments: per block, runs of output columns with the same valid taps
-     * (segs_by_column), or else runs of filter columns valid on the same
+    /* Segments: per block, the block's columns over all taps (merged taps,
+     * which see no padding across the columns), or else runs of filter columns valid on the same
      * output columns, the one spanning the whole block (if any) first so it
      * can initialise the tile (beta = 0). */
     const int64_t ldb = c->sw * c->C, ldc = c->K;
@@ -103,31 +114,9 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
     for (int64_t b = 0; b < e->ext[PS_DIM_OW]; b++) {
         e->seg_begin[b] = ns;
         const int64_t a0 = b * e->ks.n, a1 = min64((b + 1) * e->ks.n, c->OW);
-        if (e->segs_by_column) {
-            /* Runs of output columns with the same valid taps: disjoint, so
-             * each call writes its columns with beta = 0 and no call passes
-             * over the block's output a second time, as the edge taps of a
-             * split by taps do. The price is a call of one column per
-             * partial column (~30% of peak: 4 accumulators), cheap only for
-             * a short reduction (PS_EDGE_COLUMN_MAX_REDUCTION). */
+        if (e->merge_taps) {
             e->block_zero[b] = 0;
-            for (int64_t ow = a0; ow < a1; ow++) {
-                int64_t lo = c->S, hi = 0;
-                for (int64_t s = 0; s < c->S; s++) {
-                    const int64_t iw = ow * c->sw - c->pl + s * c->dw;
-                    if (iw >= 0 && iw < c->W) { lo = min64(lo, s); hi = s + 1; }
-                }
-                ps_conv_segment *last = ns > e->seg_begin[b] ? &e->segs[ns - 1] : NULL;
-                if (hi <= lo) {
-                    /* A column without taps (not with merged taps, whose
-                     * padding is < S: kept for a wider rule): zero first. */
-                    e->block_zero[b] = 1;
-                } else if (last && last->ow0 + last->width == ow && last->s_lo == lo && last->s_hi == hi) {
-                    last->width++;
-                } else {
-                    e->segs[ns++] = (ps_conv_segment){.ow0 = ow, .width = 1, .s_lo = lo, .s_hi = hi};
-                }
-            }
+            e->segs[ns++] = (ps_conv_segment){.ow0 = a0, .width = a1 - a0, .s_lo = 0, .s_hi = c->S};
             continue;
         }
         e->block_zero[b] = 1;
@@ -155,10 +144,6 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
     }
     e->seg_begin[e->ext[PS_DIM_OW]] = ns;
     e->n_segs = ns;
-    if (e->merge_taps) {
-        e->batch_cap = c->R;
-        e->tap_phases = ps_conv_tap_phases(c);
-    }
     for (int64_t i = 0; i < ns; i++) {
         /* Identical shapes share kernels: LIBXSMM's registry returns the same code. */
         ps_conv_segment *sg = &e->segs[i];

@@ -24,7 +24,8 @@ typedef struct ps_kernel_set {
 /* A group of filter columns [s_lo, s_hi) of one ow-block that are valid
  * (outside the zero padding) for the same run of output columns
  * [ow0, ow0 + width). Grouping by taps rather than by columns keeps every
- * call as wide as the valid range allows (no width-1 edge kernels). */
+ * call as wide as the valid range allows (no width-1 edge kernels). With
+ * merge_taps, one segment per block: all its columns, all S taps. */
 typedef struct ps_conv_segment {
     int64_t ow0, width;
     int64_t s_lo, s_hi;
@@ -55,9 +56,11 @@ typedef struct ps_exec {
     int64_t *seg_begin;        /* per ow-block b: segments [seg_begin[b], seg_begin[b+1]) */
     unsigned char *block_zero; /* per ow-block: no segment spans the whole block, so the
                                   first chunk zeroes the tile and every call accumulates */
-    int segs_by_column;        /* segments are runs of columns with the same taps (disjoint,
-                                  each starts at the block's beta); else runs of taps valid on
-                                  the same columns (the spanning one first, the rest accumulate) */
+    int64_t hpad_width;        /* merge_taps with horizontal padding: each execution first
+                                  copies the input, zero-padded to this many columns (input
+                                  column -pl first), and every call reads the copy, so that
+                                  edge columns reduce over all S taps too; 0: read in place */
+    int64_t hpad_floats;       /* that copy's size (N x H x hpad_width x C) */
     ps_conv_segment *segs;
     int64_t n_segs;
     int nchw;                  /* activations arrive/leave as NCHW: convert via workspace */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
 /* Per-thread GEMM panels (ps_exec.panels): the band tile the thread is
  * in and what its buffers hold. */
@@ -21,6 +22,7 @@ typedef struct tile_ctx {
     const ps_exec *e;
     const float *src, *wei, *bias, *a, *b;
     float *dst, *c;
+    const float *hpad;           /* the padded input copy (ps_exec.hpad_width), else NULL */
     const float **abuf, **bbuf; /* batch address lists, batch_cap entries each; refilled
                                    before every call: LIBXSMM 1.17's address-batch
                                    kernels overwrite entries (checked: a call changed
@@ -73,10 +75,8 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
         zero_tile(cblk, mk, ow_w, c->K);
         beta = 1;
     }
-    const int block_beta = beta;
     for (int64_t si = e->seg_begin[owb]; si < e->seg_begin[owb + 1] && !empty; si++) {
         const ps_conv_segment *sg = &e->segs[si];
-        if (e->segs_by_column) beta = block_beta; /* disjoint columns */
         float *ct = t->dst + ((n * c->OH + oh) * c->OW + sg->ow0) * c->K + kb * e->ks.m;
         const int64_t iw0 = sg->ow0 * c->sw - c->pl;
         for (int part = 0; part < 2; part++) {
@@ -84,14 +84,22 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
             if (hi <= lo) continue;
             unsigned long long cnt = 0;
             if (e->merge_taps) {
-                /* One C block; phase p covers columns ow0 + p, ow0 + p + q, ... */
+                /* One C block; phase p covers columns ow0 + p, ow0 + p + q, ...
+                 * read in place or from the padded copy (hpad_width). */
                 const int64_t q = e->tap_phases;
+                const float *plane = img;
+                int64_t row_floats = c->W * c->C, col0 = iw0 + sg->s_lo;
+                if (e->hpad_width) {
+                    row_floats = e->hpad_width * c->C;
+                    plane = t->hpad + n * c->H * row_floats;
+                    col0 += c->pl;
+                }
                 for (int64_t p = 0; p < q && p < sg->width; p++) {
-                    const float *at = img + (iw0 + p * c->sw + sg->s_lo) * c->C;
+                    const float *at = plane + (col0 + p * c->sw) * c->C;
                     cnt = 0;
                     for (int64_t r = r_lo; r < r_hi; r++, cnt++) {
                         t->abuf[cnt] = wblk + (r * c->S + sg->s_lo) * c->C * mk;
-                        t->bbuf[cnt] = at + (ih0 + r * c->dh) * c->W * c->C;
+                        t->bbuf[cnt] = at + (ih0 + r * c->dh) * row_floats;
                     }
                     const ps_kernel_set *ks = p < sg->wide_phases ? &sg->kernels : &sg->kernels_narrow;
                     ks->fn[mt][part][beta](t->abuf, t->bbuf, ct + p * c->K, &cnt);
@@ -327,12 +335,26 @@ size_t ps_exec_workspace_bytes(const ps_exec *e)
     size_t floats = 0;
     if (e->kind == PS_OP_CONV_FWD && e->nchw)
         floats = (size_t)(ps_conv_src_elems(&e->conv) + ps_conv_dst_elems(&e->conv));
+    if (e->kind == PS_OP_CONV_FWD) floats += (size_t)e->hpad_floats;
     if (e->kind == PS_OP_GEMM) /* operands packed in the pass, blocks padded to full size */
         floats = e->panels ? 0
                            : (size_t)(e->k_blocks * e->ks.k *
                                       ((e->pack_a ? e->ext[PS_DIM_K] * e->ks.m : 0) + e->ext[PS_DIM_OW] * e->ks.n));
     /* 64 bytes of slack to align the regions of a caller's buffer. */
     return 64 + align64(floats * sizeof(float)) + (size_t)e->nthreads * thread_bytes(e);
+}
+
+/* Row nh (image x input row) of the padded input copy: zeros left of input
+ * column 0 and right of W - 1, the row's pixels between. */
+static void fill_hpad_row(const ps_exec *e, const float *src, float *hpad, int64_t nh)
+{
+    const ps_conv_shape *c = &e->conv;
+    const int64_t C = c->C, width = e->hpad_width;
+    const int64_t x0 = clamp64(c->pl, 0, width), x1 = clamp64(c->pl + c->W, x0, width);
+    float *dst = hpad + nh * width * C;
+    memset(dst, 0, (size_t)(x0 * C) * sizeof *dst);
+    memcpy(dst + x0 * C, src + nh * c->W * C, (size_t)((x1 - x0) * C) * sizeof *dst);
+    memset(dst + x1 * C, 0, (size_t)((width - x1) * C) * sizeof *dst);
 }
 
 /* NCHW <-> NHWC for the activations of one execution. */
@@ -367,7 +389,13 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
         base.src = src_nhwc;
         base.dst = dst_nhwc;
         scratch_floats = (size_t)(ps_conv_src_elems(c) + ps_conv_dst_elems(c));
-    } else if (e->kind == PS_OP_GEMM) {
+    }
+    float *hpad = NULL; /* filled inside the kernels' parallel region */
+    if (e->kind == PS_OP_CONV_FWD && e->hpad_width) {
+        base.hpad = hpad = scratch + scratch_floats;
+        scratch_floats += (size_t)e->hpad_floats;
+    }
+    if (e->kind == PS_OP_GEMM) {
         const ps_gemm_shape *g = &e->gemm;
         if (g->alpha == 0.0f) {
             /* C = beta * C: no product to compute, nothing to pack. */
@@ -425,6 +453,13 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
             panel.a = (float *)(mine + round_region(2 * (size_t)e->batch_cap * sizeof(float *)));
             panel.b = panel.a + panel_a_floats(e);
             t.panel = &panel;
+        }
+        if (hpad) {
+            /* The padded copy, in the same parallel region; the loop's
+             * barrier keeps every call after it. */
+            const int64_t rows = e->conv.N * e->conv.H;
+#pragma omp for schedule(static)
+            for (int64_t nh = 0; nh < rows; nh++) fill_hpad_row(e, base.src, hpad, nh);
         }
         run_thread(&t, fn, tid, nt);
     }
