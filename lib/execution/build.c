@@ -104,10 +104,10 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
         e->r_hi[oh] = min64(c->R, floor_div(c->H - 1 - ih0, c->dh) + 1);
         if (e->r_hi[oh] < e->r_lo[oh]) e->r_hi[oh] = e->r_lo[oh];
     }
-    /* Segments: per block, the block's columns over all taps (merged taps,
-     * which see no padding across the columns), or else runs of filter columns valid on the same
-     * output columns, the one spanning the whole block (if any) first so it
-     * can initialise the tile (beta = 0). */
+    /* Segments: per block, all its columns over all taps (merged taps: the
+     * input is unpadded across or read from the padded copy), or else runs
+     * of filter columns valid on the same output columns, the one spanning
+     * the whole block (if any) first so it can initialise the tile. */
     const int64_t ldb = c->sw * c->C, ldc = c->K;
     int64_t ns = 0;
     ps_status st;
