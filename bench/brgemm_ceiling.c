@@ -1,8 +1,10 @@
 /* polysci-brgemm-ceiling: what one LIBXSMM batch-reduce kernel shape reaches
  * on its own, with no schedule around it. Every thread calls the kernel on
  * its own operands: one B chunk (batch blocks of k x n, leading dimension ldb)
- * that stays in cache, and --a-chunks A chunks (batch blocks of m x k each)
- * taken in turn, so the A working set per thread can be set from L1-resident
+ * that stays in cache, or --b-chunks of them back to back, taken in turn (B
+ * streamed as a conv reads its input; --b-offset places the batch blocks
+ * inside a chunk as a 1x1 conv's channel blocks lie inside its pixels), and
+ * --a-chunks A chunks (batch blocks of m x k each) taken in turn, so the A working set per thread can be set from L1-resident
  * to streamed from memory. C blocks (ldc) are taken in turn too: by default
  * one per A chunk; --c-chunks sets how many (many: written like a large
  * output), --c-phases Q makes Q calls share a block, call p over its columns
@@ -17,7 +19,7 @@
 #include <string.h>
 
 typedef struct opts {
-    long m, n, k, batch, lda, ldb, ldc, a_chunks, c_chunks, c_phases;
+    long m, n, k, batch, lda, ldb, ldc, a_chunks, b_chunks, b_offset, c_chunks, c_phases;
     int beta, threads, trials;
     double min_ms;
 } opts;
@@ -32,6 +34,9 @@ static void usage(FILE *f)
             "  --lda/--ldb/--ldc LD  leading dimensions (default m, k, m x c-phases)\n"
             "  --beta 0|1      overwrite or accumulate C (default 1)\n"
             "  --a-chunks N    distinct A chunks per thread, used in turn (default 1: in L1/L2)\n"
+            "  --b-chunks N    distinct B chunks per thread, back to back, used in turn (default 1)\n"
+            "  --b-offset F    floats between the batch blocks of one call's B (default: one block's\n"
+            "                  footprint; a 1x1 conv over C channels in blocks of k: --ldb C --b-offset k)\n"
             "  --c-chunks N    distinct C blocks per thread, used in turn, contiguous (default: as\n"
             "                  many as A chunks; many: C streamed like a large output)\n"
             "  --c-phases Q    Q calls per C block, call p over columns p, p + Q, ... (ldc = Q * m:\n"
@@ -43,7 +48,7 @@ static void usage(FILE *f)
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){.batch = 1, .a_chunks = 1, .c_phases = 1, .beta = 1, .threads = omp_get_max_threads(), .trials = 7, .min_ms = 50};
+    *o = (opts){.batch = 1, .a_chunks = 1, .b_chunks = 1, .c_phases = 1, .beta = 1, .threads = omp_get_max_threads(), .trials = 7, .min_ms = 50};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -70,6 +75,8 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(name, "--beta")) o->beta = (int)v;
         else if (!strcmp(name, "--a-chunks")) o->a_chunks = (long)v;
         else if (!strcmp(name, "--c-chunks")) o->c_chunks = (long)v;
+        else if (!strcmp(name, "--b-chunks")) o->b_chunks = (long)v;
+        else if (!strcmp(name, "--b-offset")) o->b_offset = (long)v;
         else if (!strcmp(name, "--c-phases")) o->c_phases = (long)v;
         else if (!strcmp(name, "--threads")) o->threads = (int)v;
         else if (!strcmp(name, "--trials")) o->trials = (int)v;
@@ -83,7 +90,7 @@ static int parse(int argc, char **argv, opts *o)
     if (!o->ldb) o->ldb = o->k;
     if (!o->ldc) o->ldc = o->m * o->c_phases;
     if (!o->c_chunks) o->c_chunks = o->a_chunks;
-    if (o->m < 1 || o->n < 1 || o->k < 1 || o->batch < 1 || o->batch > 4096 || o->a_chunks < 1 || o->c_chunks < 0 || o->c_phases < 1 || o->threads < 1 ||
+    if (o->m < 1 || o->n < 1 || o->k < 1 || o->batch < 1 || o->batch > 4096 || o->a_chunks < 1 || o->b_chunks < 1 || o->c_chunks < 0 || o->c_phases < 1 || o->threads < 1 ||
         o->trials < 1 || o->beta > 1 || o->lda < o->m || o->ldb < o->k || o->ldc < o->m * o->c_phases) {
         fprintf(stderr, "polysci-brgemm-ceiling: need m, n, k >= 1, 1 <= batch <= 4096, lda >= m, ldb >= k, "
                         "ldc >= m * c-phases, beta 0 or 1\n");
@@ -112,12 +119,15 @@ int main(int argc, char **argv)
     /* Footprints of one block, in floats. */
     const size_t a_blk = (size_t)(o.lda * (o.k - 1) + o.m), b_blk = (size_t)(o.ldb * (o.n - 1) + o.k),
                  c_blk = (size_t)(o.ldc * o.n); /* a C block: all phases' columns */
+    /* One call's B: the batch blocks o.b_offset floats apart (default: one after the other);
+     * chunks lie back to back, so b-chunks > 1 streams B like a conv's input. */
+    const size_t b_off = o.b_offset ? (size_t)o.b_offset : b_blk, b_chunk = b_off * (size_t)(o.batch - 1) + b_blk;
     const double flops_per_call = 2.0 * o.m * o.n * o.k * o.batch;
     double rate_sum = 0;
     int failed = 0; /* any thread's allocation: all threads must then skip the trials and their barriers */
 #pragma omp parallel num_threads(o.threads) reduction(+ : rate_sum)
     {
-        const size_t a_floats = a_blk * o.batch * o.a_chunks, b_floats = b_blk * o.batch, c_floats = c_blk * o.c_chunks;
+        const size_t a_floats = a_blk * o.batch * o.a_chunks, b_floats = b_chunk * o.b_chunks, c_floats = c_blk * o.c_chunks;
         float *a = aligned_alloc(64, (a_floats * sizeof(float) + 63) / 64 * 64);
         float *b = aligned_alloc(64, (b_floats * sizeof(float) + 63) / 64 * 64);
         float *c = aligned_alloc(64, (c_floats * sizeof(float) + 63) / 64 * 64);
@@ -143,7 +153,7 @@ int main(int argc, char **argv)
                     const long ch = r % o.a_chunks;
                     for (long i = 0; i < o.batch; i++) {
                         ap[i] = a + ((size_t)ch * o.batch + (size_t)i) * a_blk;
-                        bp[i] = b + (size_t)i * b_blk;
+                        bp[i] = b + (size_t)(r % o.b_chunks) * b_chunk + (size_t)i * b_off;
                     }
                     unsigned long long cnt = (unsigned long long)o.batch;
                     kernel(ap, bp, c + (size_t)(r / o.c_phases % o.c_chunks) * c_blk + (size_t)(r % o.c_phases) * o.m, &cnt);
@@ -169,9 +179,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "polysci-brgemm-ceiling: out of memory\n");
         return 1;
     }
-    printf("brgemm %ldx%ldx%ld batch %ld lda %ld ldb %ld ldc %ld beta %d, %d threads, A %.0f KiB per thread: "
+    printf("brgemm %ldx%ldx%ld batch %ld lda %ld ldb %ld ldc %ld beta %d, %d threads, A %.0f KiB, B %.0f KiB per thread: "
            "%.1f GFLOP/s\n",
            o.m, o.n, o.k, o.batch, o.lda, o.ldb, o.ldc, o.beta, o.threads,
-           (double)(a_blk * o.batch * o.a_chunks) * sizeof(float) / 1024, rate_sum);
+           (double)(a_blk * o.batch * o.a_chunks) * sizeof(float) / 1024, (double)(b_chunk * o.b_chunks) * sizeof(float) / 1024,
+           rate_sum);
     return 0;
 }
