@@ -116,6 +116,12 @@ static int fixed_shapes(shape *out)
     ADD("stride 4 with asymmetric pad", d_.N = 2; d_.C = 3; d_.K = 5; d_.H = 19; d_.W = 21; d_.R = 5;
         d_.S = 3; d_.stride_h = d_.stride_w = 4; d_.pad_top = 1; d_.pad_bottom = 3; d_.pad_left = 0;
         d_.pad_right = 2);
+    ADD("strided 1x1 over the subsampled copy (K >= 512, rows < 28 wide): strides 3 x 2, last input row and column unread",
+        d_.N = 2; d_.C = 24; d_.K = 520; d_.H = 13; d_.W = 12; d_.R = d_.S = 1; d_.stride_h = 3; d_.stride_w = 2;
+        d_.post_ops = PS_POST_BIAS | PS_POST_RELU);
+    ADD("strided 1x1 over the subsampled copy, NCHW activations, KRSC weights", d_.N = 1; d_.C = 40; d_.K = 512;
+        d_.H = 9; d_.W = 9; d_.R = d_.S = 1; d_.stride_h = d_.stride_w = 2; d_.layout = PS_LAYOUT_NCHW;
+        d_.weight_layout = PS_WEIGHTS_KRSC);
     ADD("stride larger than filter (skipped input)", d_.N = 1; d_.C = 8; d_.K = 8; d_.H = 13; d_.W = 13;
         d_.R = d_.S = 1; d_.stride_h = d_.stride_w = 4);
     ADD("dilation 3, 3x3", d_.N = 1; d_.C = 16; d_.K = 16; d_.H = 12; d_.W = 12; d_.R = d_.S = 3;

@@ -146,12 +146,22 @@ void ps_conv_shape_of(const ps_conv_desc *d, ps_conv_shape *s)
     s->sh = d->stride_h; s->sw = d->stride_w; s->pt = d->pad_top; s->pl = d->pad_left;
     s->dh = d->dilation_h; s->dw = d->dilation_w;
     ps_conv_output_dims(d, &s->OH, &s->OW);
-    if (d->R == 1 && d->S == 1 && d->stride_h == 1 && d->stride_w == 1 && d->pad_top == 0 && d->pad_bottom == 0 &&
-        d->pad_left == 0 && d->pad_right == 0) {
+    s->src_H = d->H; s->src_W = d->W;
+    s->sub_h = s->sub_w = 1;
+    const int unpadded_1x1 = d->R == 1 && d->S == 1 && d->pad_top == 0 && d->pad_bottom == 0 && d->pad_left == 0 &&
+                             d->pad_right == 0;
+    if (unpadded_1x1 && (d->stride_h > 1 || d->stride_w > 1) && s->OW < PS_SUBSAMPLE_MAX_OW && d->K >= PS_SUBSAMPLE_MIN_K) {
+        /* Pixel (y, x) of the subsampled copy is input pixel (y * sh, x * sw):
+         * a stride-1 1x1 conv over an OH x OW image (flattened below). */
+        s->sub_h = d->stride_h; s->sub_w = d->stride_w;
+        s->H = s->OH; s->W = s->OW;
+        s->sh = s->sw = 1;
+    }
+    if (unpadded_1x1 && s->sh == 1 && s->sw == 1) {
         /* A 1x1, stride-1, unpadded conv maps output pixel p to input pixel p:
          * in NHWC the whole image is one row, so microkernels may span
          * several output rows (wider calls on small images). */
-        s->W = s->OW = d->H * d->W;
+        s->W = s->OW = s->H * s->W;
         s->H = s->OH = 1;
     }
 }
@@ -207,6 +217,6 @@ double ps_desc_flops(const ps_desc *desc)
     return 0.0;
 }
 
-int64_t ps_conv_src_elems(const ps_conv_shape *s) { return s->N * s->C * s->H * s->W; }
+int64_t ps_conv_src_elems(const ps_conv_shape *s) { return s->N * s->C * s->src_H * s->src_W; }
 int64_t ps_conv_dst_elems(const ps_conv_shape *s) { return s->N * s->K * s->OH * s->OW; }
 int64_t ps_conv_weight_elems(const ps_conv_shape *s) { return s->K * s->C * s->R * s->S; }

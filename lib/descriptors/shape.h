@@ -7,11 +7,27 @@
 
 /* Convolution geometry in the canonical NHWC view used by the executor,
  * the variant space and the models: 1x1 stride-1 unpadded convolutions are
- * seen as one image row of H*W pixels (H = OH = 1). */
+ * seen as one image row of H*W pixels (H = OH = 1). Strided 1x1 unpadded
+ * convolutions with narrow output rows and many output channels (below) are seen
+ * as the stride-1 1x1 over their subsampled input (sub_h, sub_w > 1: the
+ * executor first copies pixel (y * sub_h, x * sub_w) of each image to
+ * (y, x) of a dense OH x OW copy), so calls span several output rows
+ * instead of one short row each. src_H x src_W is the user's input image. */
 typedef struct ps_conv_shape {
     int64_t N, C, K, H, W, R, S, OH, OW;
     int64_t sh, sw, pt, pl, dh, dw;
+    int64_t src_H, src_W; /* the user's input image */
+    int64_t sub_h, sub_w; /* > 1: the executor reads a subsampled copy (above); else 1 */
 } ps_conv_shape;
+
+/* Strided 1x1 convs whose output rows are narrower than PS_SUBSAMPLE_MAX_OW
+ * and that compute at least 2 * PS_SUBSAMPLE_MIN_K flops per copied input
+ * float run over a subsampled copy of their input (ps_conv_shape). Measured
+ * on an Intel Xeon (2 threads; session 13, docs/performance.md): OW = 7 and
+ * 14 with K >= 512 gained 3-12%; OW = 28, or K = 128 / 256, lost 3-12% to
+ * the copy. */
+#define PS_SUBSAMPLE_MAX_OW 28
+#define PS_SUBSAMPLE_MIN_K 512
 
 void ps_conv_shape_of(const ps_conv_desc *d, ps_conv_shape *s);
 /* Few input channels and a wide filter. */

@@ -330,12 +330,19 @@ static size_t thread_bytes(const ps_exec *e)
     return b;
 }
 
+/* The subsampled input copy of a strided 1x1 conv (ps_conv_shape.sub_h/w), in floats. */
+static size_t sub_copy_floats(const ps_exec *e)
+{
+    const ps_conv_shape *c = &e->conv;
+    return e->kind == PS_OP_CONV_FWD && (c->sub_h > 1 || c->sub_w > 1) ? (size_t)(c->N * c->H * c->W * c->C) : 0;
+}
+
 size_t ps_exec_workspace_bytes(const ps_exec *e)
 {
     size_t floats = 0;
     if (e->kind == PS_OP_CONV_FWD && e->nchw)
         floats = (size_t)(ps_conv_src_elems(&e->conv) + ps_conv_dst_elems(&e->conv));
-    if (e->kind == PS_OP_CONV_FWD) floats += (size_t)e->hpad_floats;
+    if (e->kind == PS_OP_CONV_FWD) floats += (size_t)e->hpad_floats + sub_copy_floats(e);
     if (e->kind == PS_OP_GEMM) /* operands packed in the pass, blocks padded to full size */
         floats = e->panels ? 0
                            : (size_t)(e->k_blocks * e->ks.k *
@@ -355,6 +362,18 @@ static void fill_hpad_row(const ps_exec *e, const float *src, float *hpad, int64
     memset(dst, 0, (size_t)(x0 * C) * sizeof *dst);
     memcpy(dst + x0 * C, src + nh * c->W * C, (size_t)((x1 - x0) * C) * sizeof *dst);
     memset(dst + x1 * C, 0, (size_t)((width - x1) * C) * sizeof *dst);
+}
+
+/* Output row ny (image x row, in the user's output geometry) of the
+ * subsampled copy: pixel (y, x) <- input pixel (y * sub_h, x * sub_w). */
+static void fill_sub_row(const ps_exec *e, const float *src, float *copy, int64_t ny)
+{
+    const ps_conv_shape *c = &e->conv;
+    const int64_t C = c->C, oh = (c->src_H - 1) / c->sub_h + 1, ow = (c->src_W - 1) / c->sub_w + 1;
+    const int64_t n = ny / oh, y = ny % oh;
+    const float *row = src + ((n * c->src_H + y * c->sub_h) * c->src_W) * C;
+    float *dst = copy + ny * ow * C;
+    for (int64_t x = 0; x < ow; x++) memcpy(dst + x * C, row + x * c->sub_w * C, (size_t)C * sizeof *dst);
 }
 
 /* NCHW <-> NHWC for the activations of one execution. */
@@ -385,7 +404,7 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
     if (e->kind == PS_OP_CONV_FWD && e->nchw) {
         const ps_conv_shape *c = &e->conv;
         float *src_nhwc = scratch, *dst_nhwc = scratch + ps_conv_src_elems(c);
-        nchw_to_nhwc(ops->src, src_nhwc, c->N, c->C, c->H * c->W, e->nthreads);
+        nchw_to_nhwc(ops->src, src_nhwc, c->N, c->C, c->src_H * c->src_W, e->nthreads);
         base.src = src_nhwc;
         base.dst = dst_nhwc;
         scratch_floats = (size_t)(ps_conv_src_elems(c) + ps_conv_dst_elems(c));
@@ -394,6 +413,12 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
     if (e->kind == PS_OP_CONV_FWD && e->hpad_width) {
         base.hpad = hpad = scratch + scratch_floats;
         scratch_floats += (size_t)e->hpad_floats;
+    }
+    const float *sub_src = base.src; /* the input the subsampled copy reads */
+    float *sub = NULL;               /* filled inside the kernels' parallel region */
+    if (sub_copy_floats(e)) {
+        base.src = sub = scratch + scratch_floats;
+        scratch_floats += sub_copy_floats(e);
     }
     if (e->kind == PS_OP_GEMM) {
         const ps_gemm_shape *g = &e->gemm;
@@ -460,6 +485,12 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
             const int64_t rows = e->conv.N * e->conv.H;
 #pragma omp for schedule(static)
             for (int64_t nh = 0; nh < rows; nh++) fill_hpad_row(e, base.src, hpad, nh);
+        }
+        if (sub) {
+            /* Likewise the subsampled copy of a strided 1x1 conv. */
+            const int64_t rows = e->conv.N * ((e->conv.src_H - 1) / e->conv.sub_h + 1);
+#pragma omp for schedule(static)
+            for (int64_t ny = 0; ny < rows; ny++) fill_sub_row(e, sub_src, sub, ny);
         }
         run_thread(&t, fn, tid, nt);
     }

@@ -180,7 +180,10 @@ ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *n
                      (long long)c->pad_right, (long long)c->dilation_h, (long long)c->dilation_w, (long long)OH,
                      (long long)OW, (c->post_ops & PS_POST_BIAS) ? " +bias" : "", (c->post_ops & PS_POST_RELU) ? " +relu" : "",
                      sched, (long long)e->ext[0], (long long)e->ext[1], (long long)e->ext[2], (long long)e->ext[3],
-                     (long long)e->ext[4], e->conv.OH != OH ? " (1x1: image rows flattened into one)" : "",
+                     (long long)e->ext[4],
+                     e->conv.sub_h > 1 || e->conv.sub_w > 1 ? " (strided 1x1: a subsampled input copy, its rows flattened into one)"
+                     : e->conv.OH != OH                     ? " (1x1: image rows flattened into one)"
+                                                            : "",
                      (long long)e->n_segs, e->nthreads, e->ks.m, e->ks.n, e->ks.k,
                      (long long)e->batch_cap, (long long)e->m_tail, (long long)e->k_tail, plan->packed_bytes,
                      plan->workspace_bytes, plan->create_ms);
