@@ -365,7 +365,7 @@ static void test_good(ps_context *ctx, const op_case *oc, const op_data *o)
 }
 
 /* The default schedule: legal, the documented fixed order, correct. */
-static void test_default(ps_context *ctx, const op_case *oc, const op_data *o)
+static void test_default(ps_context *ctx, ps_context *small_l2, const op_case *oc, const op_data *o)
 {
     const ps_op_kind kind = oc->desc.kind;
     ps_schedule *s = NULL;
@@ -404,22 +404,34 @@ static void test_default(ps_context *ctx, const op_case *oc, const op_data *o)
     ps_schedule_destroy(s);
 
     /* The expert schedule (no search) on one thread, where nothing needs
-     * balancing: GEMMs get band tiles of 8 x 2 blocks around the reduction
-     * loop, larger than these small tile spaces (partial tiles); these convs'
-     * weights are small, so they run the input-stationary order (output-
-     * channel blocks innermost, after the reduction loop). */
+     * balancing: these GEMMs' B fits in half of the 1 MiB L2, so they keep
+     * the fixed order; with a 2 KiB L2 (small_l2) they get band tiles of
+     * 8 x 2 blocks around the reduction loop, larger than these small tile
+     * spaces (partial tiles). These convs' weights are small, so they run the
+     * input-stationary order (output-channel blocks innermost, after the
+     * reduction loop). */
     ps_plan_options po;
     ps_plan_options_init(&po);
     po.ranker = PS_RANKER_NONE;
     po.num_threads = 1;
     po.flags = PS_PLAN_NO_CACHE;
     ps_plan *p = NULL;
+    if (kind == PS_OP_GEMM) {
+        TU_OK(ps_plan_create(small_l2, &oc->desc, &po, &p));
+        if (!p) return;
+        TU_OK(ps_schedule_format(ps_plan_get_schedule(p), kind, text, sizeof text, NULL));
+        TU_CHECK(strstr(text, ": m:8* n:2* k m n") != NULL,
+                 "%s: expert schedule on one thread, 2 KiB L2, '%s' has no band tiles", oc->name, text);
+        run_and_check(small_l2, oc, o, ps_plan_get_schedule(p), 1, text);
+        ps_plan_destroy(p);
+        p = NULL;
+    }
     TU_OK(ps_plan_create(ctx, &oc->desc, &po, &p));
     if (!p) return;
     TU_OK(ps_schedule_format(ps_plan_get_schedule(p), kind, text, sizeof text, NULL));
     if (kind == PS_OP_GEMM)
-        TU_CHECK(strstr(text, ": m:8* n:2* k m n") != NULL, "%s: expert schedule on one thread '%s' has no band tiles",
-                 oc->name, text);
+        TU_CHECK(strchr(text, ':') && !strcmp(strchr(text, ':'), ": m* n* k"),
+                 "%s: expert schedule on one thread '%s' is not the fixed order (B fits in half of L2)", oc->name, text);
     if (strstr(oc->name, "narrow"))
         TU_CHECK(!strncmp(text, "32x", 3), "%s: expert schedule '%s' has no 32-channel blocks", oc->name, text);
     if (strstr(oc->name, "wide merged"))
@@ -619,6 +631,8 @@ int main(void)
      * schedules on every machine. */
     ps_context *ctx = NULL;
     if (tu_context_with_caches(0, 48 << 10, 1 << 20, 32 << 20, &ctx) != PS_SUCCESS) return 1;
+    ps_context *small_l2 = NULL; /* L2 too small for any B: GEMMs get band tiles */
+    if (tu_context_with_caches(0, 1 << 10, 2 << 10, 32 << 20, &small_l2) != PS_SUCCESS) return 1;
     op_case cases[16];
     const int n = make_cases(cases);
     for (int i = 0; i < n; i++) {
@@ -626,12 +640,13 @@ int main(void)
         op_data o;
         make_data(&cases[i].desc, &rng, &o);
         test_good(ctx, &cases[i], &o);
-        test_default(ctx, &cases[i], &o);
+        test_default(ctx, small_l2, &cases[i], &o);
         free_data(&o);
     }
     test_invalid(ctx, cases);
     test_strip_rule();
     test_spellings();
+    ps_context_destroy(small_l2);
     ps_context_destroy(ctx);
     printf("test_schedules: max normalized error %.3g (<= 1 passes)\n", max_norm_err);
     return tu_finish("test_schedules");

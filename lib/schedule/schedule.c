@@ -492,13 +492,19 @@ ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
      * trials in one process, two runs): 1.00-1.19x the fixed order on six
      * shapes, 0.65x on 256x256x2048, whose three tiles split 2:1 over two
      * threads. So tiles only where they split over the threads within 5% as
-     * evenly as single blocks do (docs/performance.md). */
+     * evenly as single blocks do (docs/performance.md). Nor where all of B
+     * fits in half of L2: the fixed order then keeps it there across every
+     * row block by itself, and the tiles only scatter C's writes (Intel Xeon,
+     * 2 MiB L2, 2048x4096x32 row-major: 3.96 ms tiled, 2.62 fixed; the Zen 5's
+     * 1 MiB L2 holds that B only half over, and the tiles won 1.06x there). */
     int64_t tile_m = 8, tile_n = 2;
     const int nt = nthreads < 1 ? 1 : nthreads;
     const ps_kernel_shape ks = ps_schedule_expert_kernel(desc);
     const ps_gemm_desc *g = &desc->u.gemm;
     ps_gemm_shape shape;
     ps_gemm_shape_of(g, &shape);
+    if (l2_bytes && 2.0 * (double)g->K * (double)g->N * sizeof(float) < (double)l2_bytes)
+        return ps_schedule_default(desc, out);
     int64_t pm, pn;
     if (ps_gemm_operands_exceed(&shape, llc_bytes) && gemm_panel_tiles(g, &ks, nt, &pm, &pn) &&
         20 * gemm_makespan(g, &ks, pm, pn, nt) <= 21 * gemm_makespan(g, &ks, 1, 1, nt)) {
