@@ -294,6 +294,12 @@ ps_status psa_model_from_schedule(const ps_desc *desc, const ps_schedule *sched,
         memcpy(m->ext, x, sizeof x);
         /* The executor's rule (build.c): one C block, ps_conv_merges_taps. */
         m->merge_taps = ceil_div(c.C, ks->k) == 1 && ps_conv_merges_taps(&c);
+        if (m->merge_taps && ps_conv_hpad_width(&c)) {
+            /* The executor reads a zero-padded copy of the input: the model
+             * sees the unpadded conv over that copy (every tap valid). */
+            m->W = ps_conv_hpad_width(&c);
+            m->pl = 0;
+        }
         unit[PS_DIM_N] = 1; unit[PS_DIM_K] = ks->m; unit[PS_DIM_OH] = 1; unit[PS_DIM_OW] = ks->n;
         unit[PS_DIM_C] = (int64_t)ks->batch * ks->k;
     } else {

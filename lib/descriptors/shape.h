@@ -51,6 +51,15 @@ static inline int ps_conv_merges_taps(const ps_conv_shape *s)
  * column, so that a column's S*C floats do not overlap the next one's). */
 static inline int64_t ps_conv_tap_phases(const ps_conv_shape *s) { return (s->S + s->sw - 1) / s->sw; }
 
+/* Merged taps with horizontal padding read a zero-padded copy of the input
+ * (lib/execution/build.c): the copy's width, (OW - 1) * sw + S columns from
+ * input column -pl, so that every column reduces over all S taps; 0 when the
+ * taps of every column lie inside the image. Call only for merged taps. */
+static inline int64_t ps_conv_hpad_width(const ps_conv_shape *s)
+{
+    return s->pl > 0 || (s->OW - 1) * s->sw - s->pl + s->S > s->W ? (s->OW - 1) * s->sw + s->S : 0;
+}
+
 /* The user-visible output size (no canonical reshaping). */
 void ps_conv_output_dims(const ps_conv_desc *d, int64_t *OH, int64_t *OW);
 

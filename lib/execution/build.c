@@ -84,8 +84,7 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
          * vgga_01 0.834-0.845 -> 0.845-0.869; copying all columns ran
          * 1.3-5% faster than copying the edge blocks or edge strips only
          * (prototypes, docs/performance.md). */
-        if (c->pl > 0 || (c->OW - 1) * c->sw - c->pl + c->S > c->W) {
-            e->hpad_width = (c->OW - 1) * c->sw + c->S; /* dw = 1 */
+        if ((e->hpad_width = ps_conv_hpad_width(c))) {
             if (!ps_mul_ok(c->N * c->H, e->hpad_width * c->C, &e->hpad_floats))
                 return ps_error(PS_ERR_OVERFLOW, "conv plan: padded input copy too large");
         }

@@ -282,6 +282,10 @@ static inline void sim_init_conv(sim *S, const ps_conv_desc *d, const ps_schedul
     const ps_stage *sg = &sch->stages[0];
     S->m = sg->kernel.m; S->n = sg->kernel.n; S->k = sg->kernel.k; S->batch = sg->kernel.batch;
     S->merge_taps = sim_cdiv(S->C, S->k) == 1 && ps_conv_merges_taps(&cs);
+    if (S->merge_taps && ps_conv_hpad_width(&cs)) { /* the executor reads the zero-padded copy */
+        S->W = ps_conv_hpad_width(&cs);
+        S->pl = 0;
+    }
     S->ext[PS_DIM_N] = S->N;
     S->ext[PS_DIM_K] = sim_cdiv(S->K, S->m);
     S->ext[PS_DIM_OH] = S->OH;
