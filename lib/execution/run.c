@@ -465,7 +465,11 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
     }
     const double t_kernels = prof ? omp_get_wtime() : 0.0;
     char *per_thread = ws + align64(scratch_floats * sizeof(float));
-#pragma omp parallel num_threads(e->nthreads)
+    /* No more threads than band iterations: a thread without any would only
+     * cost the fork and join (a 1x1 image of 1024 -> 5 channels, one image:
+     * 2.8 us on two threads, 2.2 us on one). */
+    const int team = (int)min64(e->nthreads, e->band_total > 1 ? e->band_total : 1);
+#pragma omp parallel num_threads(team) if (team > 1)
     {
         int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         tile_ctx t = base;
