@@ -373,8 +373,8 @@ static void conv_expert_rule(ps_context *ctx)
         size_t l2;
         int stationary, narrow;
     } cases[] = {
-        {1, 64, 256, 28, 1, 128 << 10, 1, 0},       /* 64 KiB of weights, exactly half of L2; 28 tiles */
-        {1, 64, 256, 28, 1, (128 << 10) - 4, 0, 0}, /* one float more than half */
+        {1, 64, 256, 56, 1, 128 << 10, 1, 0},       /* 64 KiB of weights, exactly half of L2; 28 tiles of 112 */
+        {1, 64, 256, 56, 1, (128 << 10) - 4, 0, 0}, /* one float more than half */
         {2, 128, 128, 14, 3, 1 << 20, 0, 1},        /* 576 KiB > 512 KiB; calls of 64 x 128 x 9: 288 KiB */
         {2, 128, 128, 14, 3, 2 << 20, 1, 0},        /* the same with 2 MiB of L2: half holds it, calls < L2 / 4 */
         {2, 64, 64, 14, 3, 1 << 20, 1, 0},          /* 144 KiB, two images */

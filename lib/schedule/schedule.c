@@ -308,6 +308,15 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
          * 50 (60: 1.04-1.09x; two runs, session 10); on the other merged
          * layers the cap picks the same widths as 56. */
         int max_n = 28;
+        /* 1x1 convs whose calls reduce over few floats (C <= 128: the whole
+         * C per call) do as little work per call as few-channel convs: up
+         * to 112 columns. Intel Xeon, session 13 (docs/performance.md): one
+         * image, 56x56 64->64 1.15x, 112x112 32->64 1.12-1.20x, 56x56
+         * 128->128 1.05x faster than 28 columns; as a binary against its
+         * parent, MobileNet 0.903-0.908 -> 0.923-0.932x oneDNN (N = 1),
+         * 0.960-0.966 -> 0.971-0.977 (N = 2), Fast R-CNN and ResNet-50
+         * +0.5-1.3%. */
+        if (c.R == 1 && c.S == 1 && c.C <= 128) max_n = 112;
         if (ps_conv_few_channels(&c)) {
             const int64_t per_calls = ps_conv_merges_taps(&c) ? 25 * ps_conv_tap_phases(&c) : 0;
             max_n = per_calls > 56 ? (int)per_calls : 56;
