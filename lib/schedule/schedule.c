@@ -303,10 +303,14 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
          * its fixed cost (vgga_01, resnet_00, fastrcnn_01 merged, 48-60
          * columns: 1.04-1.12x faster than 25-28; mobilenet_01 per tap, 56:
          * 1.05-1.07x; docs/performance.md). Merged taps cut a block into q
-         * calls, so the cap grows to ~25 columns per call: fastrcnn_01 (q = 4,
-         * 300 columns) ran 1.10-1.11x faster with 100-column blocks than with
-         * 50 (60: 1.04-1.09x; two runs, session 10); on the other merged
-         * layers the cap picks the same widths as 56. */
+         * calls, so the cap grows to ~75 columns per call, whole rows on the
+         * shared layers: fastrcnn_01 (q = 4, 300 columns) ran 1.10-1.11x
+         * faster with 100-column blocks than with 50 (Zen 5, session 10);
+         * on the Intel Xeon of session 13, ~75 against ~25 columns per call,
+         * as a binary against its parent (bench/ab.sh, four rounds): vgga_01
+         * (224 against 56) 0.75-0.76 -> 0.82-0.87x oneDNN at N = 1, resnet_00
+         * (112 against 56) 0.85-0.87 -> 0.90-0.91, fastrcnn_01 (300 against
+         * 100) 0.87-0.88 -> 0.91-0.95 at N = 2 (docs/performance.md). */
         int max_n = 28;
         /* 1x1 convs whose calls reduce over few floats (C <= 128: the whole
          * C per call) do as little work per call as few-channel convs: up
@@ -318,7 +322,7 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
          * +0.5-1.3%. */
         if (c.R == 1 && c.S == 1 && c.C <= 128) max_n = 112;
         if (ps_conv_few_channels(&c)) {
-            const int64_t per_calls = ps_conv_merges_taps(&c) ? 25 * ps_conv_tap_phases(&c) : 0;
+            const int64_t per_calls = ps_conv_merges_taps(&c) ? 75 * ps_conv_tap_phases(&c) : 0;
             max_n = per_calls > 56 ? (int)per_calls : 56;
         }
         ks.n = pick_width(c.OW, max_n);
