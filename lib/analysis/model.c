@@ -289,17 +289,12 @@ ps_status psa_model_from_schedule(const ps_desc *desc, const ps_schedule *sched,
         ps_conv_shape c;
         ps_conv_shape_of(&desc->u.conv, &c);
         m->op = PSA_OP_CONV;
+        /* The executor's rule (build.c), and the conv over the padded copy it
+         * then reads (every tap valid). */
+        m->merge_taps = ps_conv_merge_taps_view(&c, ks->k);
         m->H = c.H; m->W = c.W; m->sh = c.sh; m->sw = c.sw; m->pt = c.pt; m->pl = c.pl; m->dh = c.dh; m->dw = c.dw;
         int64_t x[PSA_NCOORD] = {c.N, c.K, c.OH, c.OW, c.C, c.R, c.S};
         memcpy(m->ext, x, sizeof x);
-        /* The executor's rule (build.c): one C block, ps_conv_merges_taps. */
-        m->merge_taps = ceil_div(c.C, ks->k) == 1 && ps_conv_merges_taps(&c);
-        if (m->merge_taps && ps_conv_hpad_width(&c)) {
-            /* The executor reads a zero-padded copy of the input: the model
-             * sees the unpadded conv over that copy (every tap valid). */
-            m->W = ps_conv_hpad_width(&c);
-            m->pl = 0;
-        }
         unit[PS_DIM_N] = 1; unit[PS_DIM_K] = ks->m; unit[PS_DIM_OH] = 1; unit[PS_DIM_OW] = ks->n;
         unit[PS_DIM_C] = (int64_t)ks->batch * ks->k;
     } else {

@@ -148,6 +148,8 @@ void ps_conv_shape_of(const ps_conv_desc *d, ps_conv_shape *s)
     ps_conv_output_dims(d, &s->OH, &s->OW);
     s->src_H = d->H; s->src_W = d->W;
     s->sub_h = s->sub_w = 1;
+    s->padded_copy = 0;
+    s->copy_pl = 0;
     const int unpadded_1x1 = d->R == 1 && d->S == 1 && d->pad_top == 0 && d->pad_bottom == 0 && d->pad_left == 0 &&
                              d->pad_right == 0;
     if (unpadded_1x1 && (d->stride_h > 1 || d->stride_w > 1) && s->OW < PS_SUBSAMPLE_MAX_OW && d->K >= PS_SUBSAMPLE_MIN_K) {

@@ -18,6 +18,9 @@ typedef struct ps_conv_shape {
     int64_t sh, sw, pt, pl, dh, dw;
     int64_t src_H, src_W; /* the user's input image */
     int64_t sub_h, sub_w; /* > 1: the executor reads a subsampled copy (above); else 1 */
+    int padded_copy;      /* the executor reads a zero-padded copy (ps_conv_merge_taps_view):
+                             W is the copy's width, pl = 0 */
+    int64_t copy_pl;      /* padded_copy: the copy's zero columns left of the user's image */
 } ps_conv_shape;
 
 /* Strided 1x1 convs whose output rows are narrower than PS_SUBSAMPLE_MAX_OW
@@ -58,6 +61,24 @@ static inline int64_t ps_conv_tap_phases(const ps_conv_shape *s) { return (s->S 
 static inline int64_t ps_conv_hpad_width(const ps_conv_shape *s)
 {
     return s->pl > 0 || (s->OW - 1) * s->sw - s->pl + s->S > s->W ? (s->OW - 1) * s->sw + s->S : 0;
+}
+
+/* Whether kernels with k-channel blocks merge the taps (the whole C in one
+ * block, and ps_conv_merges_taps). If they do and the conv has horizontal
+ * padding, *s becomes the conv the executor runs: the unpadded one over the
+ * zero-padded copy (W its width, pl = 0, padded_copy). The one rule for the
+ * executor (build.c), the analysis model and the test simulator. */
+static inline int ps_conv_merge_taps_view(ps_conv_shape *s, int64_t k)
+{
+    if ((s->C + k - 1) / k != 1 || !ps_conv_merges_taps(s)) return 0;
+    const int64_t width = ps_conv_hpad_width(s);
+    if (width) {
+        s->padded_copy = 1;
+        s->copy_pl = s->pl;
+        s->W = width;
+        s->pl = 0;
+    }
+    return 1;
 }
 
 /* The user-visible output size (no canonical reshaping). */

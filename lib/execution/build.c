@@ -67,12 +67,13 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
     e->seg_begin = malloc((size_t)(e->ext[PS_DIM_OW] + 1) * sizeof *e->seg_begin);
     /* Merged taps turn k = C into k = taps x C (ps_conv_merges_taps says when
      * that pays); they need the whole C in one block and adjacent taps. */
-    e->merge_taps = e->k_blocks == 1 && ps_conv_merges_taps(c);
+    e->merge_taps = ps_conv_merge_taps_view(&e->conv, e->ks.k);
     if (e->merge_taps) {
         e->batch_cap = c->R;
         e->tap_phases = ps_conv_tap_phases(c);
-        /* Columns that reach into the left or right padding: read a copy of
-         * the input padded with zeros instead. Without it such a column
+        /* Columns that reach into the left or right padding read a copy of
+         * the input padded with zeros instead (the view above: c is now the
+         * unpadded conv over that copy). Without it such a column
          * reduces over fewer taps, and a block holding one was split by taps
          * (2-3 passes of short reductions over nearly all its columns:
          * resnet_00 ran every block with k = 3-15 instead of 21) or by
@@ -84,10 +85,13 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
          * vgga_01 0.834-0.845 -> 0.845-0.869; copying all columns ran
          * 1.3-5% faster than copying the edge blocks or edge strips only
          * (prototypes, docs/performance.md). */
-        if ((e->hpad_width = ps_conv_hpad_width(c))) {
-            if (!ps_mul_ok(c->N * c->H, e->hpad_width * c->C, &e->hpad_floats))
-                return ps_error(PS_ERR_OVERFLOW, "conv plan: padded input copy too large");
-        }
+    }
+    /* The input copy each execution makes (padded, or subsampled for a
+     * strided 1x1: ps_conv_shape), row by row: input rows, or output rows. */
+    if (c->padded_copy || c->sub_h > 1 || c->sub_w > 1) {
+        e->copy_rows = c->N * (c->padded_copy ? c->H : (c->src_H - 1) / c->sub_h + 1);
+        if (!ps_mul_ok(c->N * c->H, c->W * c->C, &e->copy_floats))
+            return ps_error(PS_ERR_OVERFLOW, "conv plan: input copy too large");
     }
     /* Segments: one per block (merged taps), else at most one per filter
      * column and block. */

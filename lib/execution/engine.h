@@ -56,16 +56,18 @@ typedef struct ps_exec {
     int64_t *seg_begin;        /* per ow-block b: segments [seg_begin[b], seg_begin[b+1]) */
     unsigned char *block_zero; /* per ow-block: no segment spans the whole block, so the
                                   first chunk zeroes the tile and every call accumulates */
-    int64_t hpad_width;        /* merge_taps with horizontal padding: each execution first
-                                  copies the input, zero-padded to this many columns (input
-                                  column -pl first), and every call reads the copy, so that
-                                  edge columns reduce over all S taps too; 0: read in place */
-    int64_t hpad_floats;       /* that copy's size (N x H x hpad_width x C) */
+    int64_t copy_rows;         /* each execution first copies the input into the workspace,
+                                  conv.padded_copy (merged taps with horizontal padding: zero
+                                  columns around each input row, so edge columns reduce over all
+                                  S taps) or conv.sub_h/sub_w (strided 1x1: every sub-th pixel),
+                                  this many rows of copy_floats / copy_rows floats in parallel,
+                                  and every call reads the copy (conv's geometry); 0: in place */
+    int64_t copy_floats;       /* that copy's size: N x H x W x C of conv */
     ps_conv_segment *segs;
     int64_t n_segs;
     int nchw;                  /* activations arrive/leave as NCHW: convert via workspace */
     int merge_taps;            /* few input channels: one call reduces over a filter row's
-                                  valid taps x C, read in place (adjacent taps are adjacent
+                                  valid taps x C, read in place or from the copy (adjacent taps are adjacent
                                   pixels), and batches over filter rows only */
     int64_t tap_phases;        /* merge_taps: q = ceil(S / sw). A column's S*C floats overlap
                                   the next column's, which LIBXSMM does not accept (ldb < k),

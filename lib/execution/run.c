@@ -22,7 +22,6 @@ typedef struct tile_ctx {
     const ps_exec *e;
     const float *src, *wei, *bias, *a, *b;
     float *dst, *c;
-    const float *hpad;           /* the padded input copy (ps_exec.hpad_width), else NULL */
     const float **abuf, **bbuf; /* batch address lists, batch_cap entries each; refilled
                                    before every call: LIBXSMM 1.17's address-batch
                                    kernels overwrite entries (checked: a call changed
@@ -84,18 +83,10 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
             if (hi <= lo) continue;
             unsigned long long cnt = 0;
             if (e->merge_taps) {
-                /* One C block; phase p covers columns ow0 + p, ow0 + p + q, ...
-                 * read in place or from the padded copy (hpad_width). */
-                const int64_t q = e->tap_phases;
-                const float *plane = img;
-                int64_t row_floats = c->W * c->C, col0 = iw0 + sg->s_lo;
-                if (e->hpad_width) {
-                    row_floats = e->hpad_width * c->C;
-                    plane = t->hpad + n * c->H * row_floats;
-                    col0 += c->pl;
-                }
+                /* One C block; phase p covers columns ow0 + p, ow0 + p + q, ... */
+                const int64_t q = e->tap_phases, row_floats = c->W * c->C;
                 for (int64_t p = 0; p < q && p < sg->width; p++) {
-                    const float *at = plane + (col0 + p * c->sw) * c->C;
+                    const float *at = img + (iw0 + sg->s_lo + p * c->sw) * c->C;
                     cnt = 0;
                     for (int64_t r = r_lo; r < r_hi; r++, cnt++) {
                         t->abuf[cnt] = wblk + (r * c->S + sg->s_lo) * c->C * mk;
@@ -330,19 +321,12 @@ static size_t thread_bytes(const ps_exec *e)
     return b;
 }
 
-/* The subsampled input copy of a strided 1x1 conv (ps_conv_shape.sub_h/w), in floats. */
-static size_t sub_copy_floats(const ps_exec *e)
-{
-    const ps_conv_shape *c = &e->conv;
-    return e->kind == PS_OP_CONV_FWD && (c->sub_h > 1 || c->sub_w > 1) ? (size_t)(c->N * c->H * c->W * c->C) : 0;
-}
-
 size_t ps_exec_workspace_bytes(const ps_exec *e)
 {
     size_t floats = 0;
     if (e->kind == PS_OP_CONV_FWD && e->nchw)
         floats = (size_t)(ps_conv_src_elems(&e->conv) + ps_conv_dst_elems(&e->conv));
-    if (e->kind == PS_OP_CONV_FWD) floats += (size_t)e->hpad_floats + sub_copy_floats(e);
+    if (e->kind == PS_OP_CONV_FWD) floats += (size_t)e->copy_floats;
     if (e->kind == PS_OP_GEMM) /* operands packed in the pass, blocks padded to full size */
         floats = e->panels ? 0
                            : (size_t)(e->k_blocks * e->ks.k *
@@ -351,28 +335,24 @@ size_t ps_exec_workspace_bytes(const ps_exec *e)
     return 64 + align64(floats * sizeof(float)) + (size_t)e->nthreads * thread_bytes(e);
 }
 
-/* Row nh (image x input row) of the padded input copy: zeros left of input
- * column 0 and right of W - 1, the row's pixels between. */
-static void fill_hpad_row(const ps_exec *e, const float *src, float *hpad, int64_t nh)
+/* Row i of the input copy (ps_exec.copy_rows) from the user's (NHWC) input.
+ * Padded: input row i with copy_pl zero columns left of it and zeros right
+ * of it. Subsampled: output row y of image n, i = n * OH + y, pixel x <-
+ * input pixel (y * sub_h, x * sub_w). */
+static void fill_copy_row(const ps_exec *e, const float *src, float *copy, int64_t i)
 {
     const ps_conv_shape *c = &e->conv;
-    const int64_t C = c->C, width = e->hpad_width;
-    const int64_t x0 = clamp64(c->pl, 0, width), x1 = clamp64(c->pl + c->W, x0, width);
-    float *dst = hpad + nh * width * C;
-    memset(dst, 0, (size_t)(x0 * C) * sizeof *dst);
-    memcpy(dst + x0 * C, src + nh * c->W * C, (size_t)((x1 - x0) * C) * sizeof *dst);
-    memset(dst + x1 * C, 0, (size_t)((width - x1) * C) * sizeof *dst);
-}
-
-/* Output row ny (image x row, in the user's output geometry) of the
- * subsampled copy: pixel (y, x) <- input pixel (y * sub_h, x * sub_w). */
-static void fill_sub_row(const ps_exec *e, const float *src, float *copy, int64_t ny)
-{
-    const ps_conv_shape *c = &e->conv;
-    const int64_t C = c->C, oh = (c->src_H - 1) / c->sub_h + 1, ow = (c->src_W - 1) / c->sub_w + 1;
-    const int64_t n = ny / oh, y = ny % oh;
-    const float *row = src + ((n * c->src_H + y * c->sub_h) * c->src_W) * C;
-    float *dst = copy + ny * ow * C;
+    const int64_t C = c->C, row_floats = e->copy_floats / e->copy_rows;
+    float *dst = copy + i * row_floats;
+    if (c->padded_copy) {
+        const int64_t x0 = clamp64(c->copy_pl, 0, c->W), x1 = clamp64(c->copy_pl + c->src_W, x0, c->W);
+        memset(dst, 0, (size_t)(x0 * C) * sizeof *dst);
+        memcpy(dst + x0 * C, src + i * c->src_W * C, (size_t)((x1 - x0) * C) * sizeof *dst);
+        memset(dst + x1 * C, 0, (size_t)((c->W - x1) * C) * sizeof *dst);
+        return;
+    }
+    const int64_t oh = e->copy_rows / c->N, n = i / oh, y = i % oh, ow = row_floats / C;
+    const float *row = src + (n * c->src_H + y * c->sub_h) * c->src_W * C;
     for (int64_t x = 0; x < ow; x++) memcpy(dst + x * C, row + x * c->sub_w * C, (size_t)C * sizeof *dst);
 }
 
@@ -409,16 +389,11 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
         base.dst = dst_nhwc;
         scratch_floats = (size_t)(ps_conv_src_elems(c) + ps_conv_dst_elems(c));
     }
-    float *hpad = NULL; /* filled inside the kernels' parallel region */
-    if (e->kind == PS_OP_CONV_FWD && e->hpad_width) {
-        base.hpad = hpad = scratch + scratch_floats;
-        scratch_floats += (size_t)e->hpad_floats;
-    }
-    const float *sub_src = base.src; /* the input the subsampled copy reads */
-    float *sub = NULL;               /* filled inside the kernels' parallel region */
-    if (sub_copy_floats(e)) {
-        base.src = sub = scratch + scratch_floats;
-        scratch_floats += sub_copy_floats(e);
+    const float *copy_src = base.src; /* what the input copy reads */
+    float *copy = NULL;                /* filled inside the kernels' parallel region */
+    if (e->kind == PS_OP_CONV_FWD && e->copy_rows) {
+        base.src = copy = scratch + scratch_floats;
+        scratch_floats += (size_t)e->copy_floats;
     }
     if (e->kind == PS_OP_GEMM) {
         const ps_gemm_shape *g = &e->gemm;
@@ -483,18 +458,11 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
             panel.b = panel.a + panel_a_floats(e);
             t.panel = &panel;
         }
-        if (hpad) {
-            /* The padded copy, in the same parallel region; the loop's
+        if (copy) {
+            /* The input copy, in the same parallel region; the loop's
              * barrier keeps every call after it. */
-            const int64_t rows = e->conv.N * e->conv.H;
 #pragma omp for schedule(static)
-            for (int64_t nh = 0; nh < rows; nh++) fill_hpad_row(e, base.src, hpad, nh);
-        }
-        if (sub) {
-            /* Likewise the subsampled copy of a strided 1x1 conv. */
-            const int64_t rows = e->conv.N * ((e->conv.src_H - 1) / e->conv.sub_h + 1);
-#pragma omp for schedule(static)
-            for (int64_t ny = 0; ny < rows; ny++) fill_sub_row(e, sub_src, sub, ny);
+            for (int64_t i = 0; i < e->copy_rows; i++) fill_copy_row(e, copy_src, copy, i);
         }
         run_thread(&t, fn, tid, nt);
     }

@@ -274,18 +274,14 @@ static inline void sim_init_conv(sim *S, const ps_conv_desc *d, const ps_schedul
     S->op = 0;
     ps_conv_shape cs;
     ps_conv_shape_of(d, &cs);
+    const ps_stage *sg = &sch->stages[0];
+    S->merge_taps = ps_conv_merge_taps_view(&cs, sg->kernel.k); /* the executor reads the padded copy */
     S->N = cs.N; S->C = cs.C; S->K = cs.K; S->H = cs.H; S->W = cs.W; S->R = cs.R; S->S = cs.S;
     S->sh = cs.sh; S->sw = cs.sw; S->pt = cs.pt; S->pl = cs.pl;
     S->dh = cs.dh; S->dw = cs.dw;
     S->OH = cs.OH;
     S->OW = cs.OW;
-    const ps_stage *sg = &sch->stages[0];
     S->m = sg->kernel.m; S->n = sg->kernel.n; S->k = sg->kernel.k; S->batch = sg->kernel.batch;
-    S->merge_taps = sim_cdiv(S->C, S->k) == 1 && ps_conv_merges_taps(&cs);
-    if (S->merge_taps && ps_conv_hpad_width(&cs)) { /* the executor reads the zero-padded copy */
-        S->W = ps_conv_hpad_width(&cs);
-        S->pl = 0;
-    }
     S->ext[PS_DIM_N] = S->N;
     S->ext[PS_DIM_K] = sim_cdiv(S->K, S->m);
     S->ext[PS_DIM_OH] = S->OH;
