@@ -202,6 +202,7 @@ static ps_conv_desc random_shape(tu_rng *r, int i)
 
 typedef struct stats {
     int shapes, failed;
+    int streamed; /* plans whose output is written with streaming stores */
     double max_norm_err;
     double t_plan, t_exec, t_ref;
 } stats;
@@ -217,7 +218,8 @@ static void fail_shape(stats *st, int idx, const ps_conv_desc *d, const char *wh
 static ps_ranker g_rankers[4] = {PS_RANKER_DEFAULT};
 static int g_n_rankers = 1;
 
-static void run_shape(ps_context *ctx, tu_rng *r, int idx, const ps_conv_desc *cd, stats *st)
+/* dst starts dst_off floats past a 64-byte boundary. */
+static void run_shape(ps_context *ctx, tu_rng *r, int idx, const ps_conv_desc *cd, stats *st, int64_t dst_off)
 {
     char msg[1024];
     ps_desc desc;
@@ -251,7 +253,7 @@ static void run_shape(ps_context *ctx, tu_rng *r, int idx, const ps_conv_desc *c
     const int64_t n_dst = cd->N * cd->K * OH * OW;
     float *src = tu_alloc_f(n_src), *w = tu_alloc_f(n_w), *bias = tu_alloc_f(cd->K);
     float *src0 = tu_alloc_f(n_src), *w0 = tu_alloc_f(n_w), *bias0 = tu_alloc_f(cd->K);
-    float *dst = tu_alloc_f(n_dst), *dst2 = NULL;
+    float *dst_buf = tu_alloc_f(n_dst + dst_off), *dst = dst_buf + dst_off, *dst2 = NULL;
     double *ref = tu_alloc_d(n_dst), *mag = tu_alloc_d(n_dst);
     void *packed = NULL, *ws = NULL;
     tu_fill_random(r, src, n_src);
@@ -277,6 +279,10 @@ static void run_shape(ps_context *ctx, tu_rng *r, int idx, const ps_conv_desc *c
         fail_shape(st, idx, cd, "ps_plan_create", msg);
         goto out;
     }
+
+    char about[2048] = "";
+    ps_plan_describe(plan, about, sizeof about, NULL);
+    if (strstr(about, "streaming stores")) st->streamed++;
 
     /* the chosen schedule is legal and its text form round-trips */
     const ps_schedule *sched = ps_plan_get_schedule(plan);
@@ -384,7 +390,7 @@ static void run_shape(ps_context *ctx, tu_rng *r, int idx, const ps_conv_desc *c
 out:
     ps_plan_destroy(plan);
     free(src); free(w); free(bias); free(src0); free(w0); free(bias0);
-    free(dst); free(dst2); free(ref); free(mag); free(packed); free(ws);
+    free(dst_buf); free(dst2); free(ref); free(mag); free(packed); free(ws);
 }
 
 int main(void)
@@ -407,19 +413,62 @@ int main(void)
     const int n_fixed = fixed_shapes(fixed);
     for (int i = 0; i < n_fixed; i++) {
         const int before = st.failed;
-        run_shape(ctx, &rng, i, &fixed[i].d, &st);
+        run_shape(ctx, &rng, i, &fixed[i].d, &st, 0);
         if (st.failed != before) fprintf(stderr, "    (fixed case: %s)\n", fixed[i].why);
     }
     for (int i = 0; i < n_random; i++) {
         /* each shape gets its own stream: a failure reproduces with the seed alone */
         tu_rng shape_rng = {seed ^ (0x5DEECE66Dull * (uint64_t)(i + 1))};
         const ps_conv_desc d = random_shape(&shape_rng, i);
-        run_shape(ctx, &shape_rng, n_fixed + i, &d, &st);
+        run_shape(ctx, &shape_rng, n_fixed + i, &d, &st, 0);
     }
     ps_context_destroy(ctx);
-    printf("test_conv_random: %d shapes (%d fixed + %d random), %d failed; max normalized error %.3g "
-           "(<= 1 passes, tol(L) = 8u*sqrt(L)+2u); time %.1fs (plan %.1fs, exec %.1fs, reference %.1fs)\n",
-           st.shapes, n_fixed, n_random, st.failed, st.max_norm_err, now_s() - t0, st.t_plan, st.t_exec,
+    /* Streaming stores: a context whose L3 is 64 KiB streams every output
+     * from 64 KiB (16 KiB with a calibrated slow L3: ps_machine_stream_bytes)
+     * that one call per block writes (one reduction chunk, no post-ops, NHWC). The fixed shapes, shapes made for it (1x1, 3x3 whose
+     * edge blocks take several calls and so do not stream, merged taps,
+     * output channels in a remainder block of 16 and of 8 rows: LIBXSMM has
+     * no masked streaming store) and random ones, dst at a 64-byte boundary
+     * and (every third shape) one float past it, where the plain kernels run. */
+    if (tu_context_with_caches(2, 16 << 10, 32 << 10, 64 << 10, &ctx) != PS_SUCCESS) return 1;
+    const int streamed_before = st.streamed, shapes_before = st.shapes;
+    static const int64_t stream_shapes[][6] = {/* C, K, H=W, R=S, pad, N */
+                                               {64, 64, 14, 1, 0, 2},  {32, 48, 16, 3, 1, 2},
+                                               {3, 64, 40, 3, 1, 2},   {64, 80, 12, 1, 0, 2},
+                                               {16, 72, 12, 1, 0, 2},  {3, 64, 29, 7, 3, 1}};
+    const int n_made = (int)(sizeof stream_shapes / sizeof stream_shapes[0]);
+    const int n_stream_random = 40;
+    for (int i = 0; i < n_fixed + n_made + n_stream_random; i++) {
+        const int idx = n_fixed + n_random + i;
+        tu_rng shape_rng = {seed ^ (0x94D049BB133111EBull * (uint64_t)(i + 1))};
+        ps_conv_desc d;
+        if (i < n_fixed) {
+            d = fixed[i].d;
+        } else if (i < n_fixed + n_made) {
+            const int64_t *m = stream_shapes[i - n_fixed];
+            d = base_desc();
+            d.C = m[0];
+            d.K = m[1];
+            d.H = d.W = m[2];
+            d.R = d.S = m[3];
+            d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = m[4];
+            d.N = m[5];
+        } else {
+            d = random_shape(&shape_rng, i);
+        }
+        run_shape(ctx, &shape_rng, idx, &d, &st, i % 3 == 2);
+    }
+    ps_context_destroy(ctx);
+    const int n_streamed = st.streamed - streamed_before;
+    if (n_streamed < n_made) {
+        fprintf(stderr, "FAIL: only %d of %d shapes in the 64 KiB-L3 context stream their output (want >= %d)\n",
+                n_streamed, st.shapes - shapes_before, n_made);
+        st.failed++;
+    }
+    printf("test_conv_random: %d shapes (%d fixed + %d random, then %d in a 64 KiB-L3 context: %d with streaming "
+           "stores), %d failed; max normalized error %.3g (<= 1 passes, tol(L) = 8u*sqrt(L)+2u); time %.1fs (plan "
+           "%.1fs, exec %.1fs, reference %.1fs)\n",
+           st.shapes, n_fixed, n_random, st.shapes - shapes_before, n_streamed, st.failed, st.max_norm_err, now_s() - t0, st.t_plan, st.t_exec,
            st.t_ref);
     return st.failed || tu_failures ? 1 : 0;
 }

@@ -73,9 +73,9 @@ static ps_ranker g_rankers[4] = {PS_RANKER_DEFAULT};
 static int g_n_rankers = 1;
 
 /* want_in_plan: NULL, or the case runs the default plan, whose description
- * must contain that text. */
+ * must contain that text. C starts c_off floats past a 64-byte boundary. */
 static void run_case(ps_context *ctx, tu_rng *r, int idx, const ps_gemm_desc *g, int nan_c, stats *st,
-                     const char *want_in_plan)
+                     const char *want_in_plan, int64_t c_off)
 {
     char msg[1024], text[512] = "", text2[512] = "";
     ps_desc desc;
@@ -98,7 +98,7 @@ static void run_case(ps_context *ctx, tu_rng *r, int idx, const ps_gemm_desc *g,
     const int64_t nb = ref_gemm_buffer_elems(g, 'b', ref_gemm_ld(g, 'b'));
     const int64_t nc = ref_gemm_buffer_elems(g, 'c', ref_gemm_ld(g, 'c'));
     const int64_t MN = g->M * g->N;
-    float *a = tu_alloc_f(na), *b = tu_alloc_f(nb), *c = tu_alloc_f(nc);
+    float *a = tu_alloc_f(na), *b = tu_alloc_f(nb), *c_buf = tu_alloc_f(nc + c_off), *c = c_buf + c_off;
     float *a0 = tu_alloc_f(na), *b0 = tu_alloc_f(nb), *c0 = tu_alloc_f(nc), *got = tu_alloc_f(MN);
     double *ref = tu_alloc_d(MN), *mag = tu_alloc_d(MN);
     unsigned char *in_c = calloc((size_t)nc, 1);
@@ -213,7 +213,7 @@ static void run_case(ps_context *ctx, tu_rng *r, int idx, const ps_gemm_desc *g,
 
 out:
     ps_plan_destroy(plan);
-    free(a); free(b); free(c); free(a0); free(b0); free(c0); free(got);
+    free(a); free(b); free(c_buf); free(a0); free(b0); free(c0); free(got);
     free(ref); free(mag); free(in_c); free(ws);
 }
 
@@ -227,7 +227,22 @@ static void draw_and_run(ps_context *ctx, tu_rng *r, int idx, ps_gemm_desc *g, s
     g->alpha = draw_scalar(r, 0);
     g->beta = draw_scalar(r, 1);
     const int nan_c = g->beta == 0.0f && tu_range(r, 0, 1);
-    run_case(ctx, r, idx, g, nan_c, st, want_in_plan);
+    run_case(ctx, r, idx, g, nan_c, st, want_in_plan, 0);
+}
+
+/* A default GEMM descriptor of this order, transposes and M, N, K. */
+static ps_gemm_desc gemm_of(int row_major, int trans_a, int trans_b, const int64_t mnk[3])
+{
+    ps_desc d;
+    ps_desc_init_gemm(&d);
+    ps_gemm_desc g = d.u.gemm;
+    g.order = (ps_matrix_order)row_major;
+    g.trans_a = trans_a;
+    g.trans_b = trans_b;
+    g.M = mnk[0];
+    g.N = mnk[1];
+    g.K = mnk[2];
+    return g;
 }
 
 int main(void)
@@ -286,20 +301,32 @@ int main(void)
     for (int si = 0; si < 3; si++)
         for (int v = 0; v < 4; v++, n_panel++) {
             tu_rng r = {seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(n_panel + 1))};
-            ps_desc d;
-            ps_desc_init_gemm(&d);
-            ps_gemm_desc g = d.u.gemm;
-            g.order = (ps_matrix_order)(v % 2);
-            g.trans_a = v / 2;
-            g.trans_b = (v + si) % 2;
-            g.M = panel_shapes[si][0];
-            g.N = panel_shapes[si][1];
-            g.K = panel_shapes[si][2];
+            ps_gemm_desc g = gemm_of(v % 2, v / 2, (v + si) % 2, panel_shapes[si]);
             draw_and_run(ctx, &r, n + n_fixed + n_panel, &g, &st, "A=panels B=panels");
         }
+    /* Outputs of at least that L3 (ps_machine_stream_bytes), written by one call per block
+     * (one reduction chunk), with beta = 0: streaming stores where C's
+     * blocks are 64-byte aligned (C at a 64-byte boundary, ldc a multiple of
+     * 16: variants 0-1), the plain kernels where C is not (2) or ldc may not be
+     * (3, random ldc); rows in multiples of 16 and not (LIBXSMM has no masked
+     * streaming store), remainder reductions (K = 17, 48). */
+    static const int64_t stream_shapes[][3] = {{200, 300, 32}, {256, 320, 64}, {130, 257, 17}, {64, 1000, 48}};
+    int n_stream = 0;
+    for (int si = 0; si < 4; si++)
+        for (int v = 0; v < 4; v++, n_stream++) {
+            tu_rng r = {seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(n_stream + 1))};
+            ps_gemm_desc g = gemm_of((v + si) % 2, v % 2, v / 2, stream_shapes[si]);
+            g.lda = draw_ld(&r, ref_gemm_min_ld(&g, 'a'));
+            g.ldb = draw_ld(&r, ref_gemm_min_ld(&g, 'b'));
+            g.ldc = v < 3 ? (ref_gemm_min_ld(&g, 'c') + 15) / 16 * 16 : draw_ld(&r, ref_gemm_min_ld(&g, 'c'));
+            g.alpha = draw_scalar(&r, 0);
+            g.beta = 0.0f;
+            run_case(ctx, &r, n + n_fixed + n_panel + n_stream, &g, v % 2, &st, "streaming stores", v == 2);
+        }
     ps_context_destroy(ctx);
-    printf("test_gemm_random: %d cases (%d random + %d fixed larger + %d per-thread panels), %d failed; max "
-           "normalized error %.3g (<= 1 passes, tol(L) = 8u*sqrt(L)+2u); time %.1fs (plan %.1fs, exec %.1fs)\n",
-           st.cases, n, n_fixed, n_panel, st.failed, st.max_norm_err, now_s() - t0, st.t_plan, st.t_exec);
+    printf("test_gemm_random: %d cases (%d random + %d fixed larger + %d per-thread panels + %d streamed C), %d "
+           "failed; max normalized error %.3g (<= 1 passes, tol(L) = 8u*sqrt(L)+2u); time %.1fs (plan %.1fs, exec "
+           "%.1fs)\n",
+           st.cases, n, n_fixed, n_panel, n_stream, st.failed, st.max_norm_err, now_s() - t0, st.t_plan, st.t_exec);
     return st.failed || tu_failures ? 1 : 0;
 }

@@ -233,6 +233,23 @@ static void test_profile_and_calibration(void)
     unsetenv("XDG_CACHE_HOME");
 }
 
+/* The streaming-store threshold follows the L3 and its speed relative to memory. */
+static void test_stream_bytes(void)
+{
+    ps_machine m;
+    memset(&m, 0, sizeof m);
+    m.n_levels = 2;
+    m.levels[0] = (ps_cache_level){.level = 1, .size_bytes = 48 * K, .bandwidth_gbs = 300};
+    m.levels[1] = (ps_cache_level){.level = 2, .size_bytes = 2 * M, .bandwidth_gbs = 150};
+    m.mem_bandwidth_gbs = 24.4;
+    CHECK(ps_machine_stream_bytes(&m) == 0); /* no L3: never stream */
+    m.n_levels = 3;
+    m.levels[2] = (ps_cache_level){.level = 3, .size_bytes = 32 * M, .bandwidth_gbs = 105};
+    CHECK(ps_machine_stream_bytes(&m) == 32 * M); /* fast L3: what does not fit in it */
+    m.levels[2].bandwidth_gbs = 30;
+    CHECK(ps_machine_stream_bytes(&m) == 8 * M); /* L3 under 2x memory's bandwidth: a quarter */
+}
+
 static void test_detect_time(void)
 {
     ps_machine m;
@@ -262,6 +279,7 @@ int main(void)
     test_json();
     test_profile_and_calibration();
     test_detect_time();
+    test_stream_bytes();
     if (failures) { fprintf(stderr, "%d failure(s)\n", failures); return 1; }
     printf("test_machine: all passed\n");
     return 0;

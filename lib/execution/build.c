@@ -13,12 +13,15 @@ static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 /* Floor division for possibly negative numerators. */
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
+/* beta: 0 overwrite C, 1 accumulate, 2 overwrite with non-temporal stores
+ * (C 64-byte aligned at every call: m and ldc multiples of 16, and the
+ * executor checks the base pointer). */
 static ps_status dispatch(ps_brgemm *out, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, int beta)
 {
     const libxsmm_blasint bm = (libxsmm_blasint)m, bn = (libxsmm_blasint)n, bk = (libxsmm_blasint)k;
     const libxsmm_blasint la = (libxsmm_blasint)lda, lb = (libxsmm_blasint)ldb, lc = (libxsmm_blasint)ldc;
-    const float alpha = 1.0f, fbeta = beta ? 1.0f : 0.0f;
-    const int flags = LIBXSMM_GEMM_FLAGS('N', 'N');
+    const float alpha = 1.0f, fbeta = beta == 1 ? 1.0f : 0.0f;
+    const int flags = LIBXSMM_GEMM_FLAGS('N', 'N') | (beta == 2 ? LIBXSMM_GEMM_FLAG_ALIGN_C_NTS_HINT : 0);
     const int prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
     if ((int64_t)la != lda || (int64_t)lb != ldb || (int64_t)lc != ldc)
         return ps_error(PS_ERR_UNSUPPORTED, "leading dimension too large for LIBXSMM (lda %lld, ldb %lld, ldc %lld)",
@@ -47,10 +50,25 @@ static ps_status dispatch_set(ps_kernel_set *ks, const ps_exec *e, int64_t n, in
                 if (need_m[mt] && need_k[kt] &&
                     (st = dispatch(&ks->fn[mt][kt][beta], ms[mt], n, kk[kt], ldas[mt], ldb, ldc, beta)))
                     return st;
+    for (int mt = 0; mt < 2; mt++)
+        for (int kt = 0; kt < 2; kt++)
+            if (e->stream_out && need_m[mt] && need_k[kt] && ms[mt] % 16 == 0 && ldc % 16 == 0 &&
+                (st = dispatch(&ks->stream[mt][kt], ms[mt], n, kk[kt], ldas[mt], ldb, ldc, 2)))
+                return st;
     return PS_SUCCESS;
 }
 
-static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
+/* Whether the output (out_bytes) is written with streaming stores
+ * (ps_exec.stream_out): each block by one call, so nothing reads a streamed
+ * line back during the execution, and at least stream_bytes large
+ * (ps_machine_stream_bytes: too large to be worth keeping in cache). */
+static int stream_output(const ps_exec *e, double out_bytes, size_t stream_bytes)
+{
+    return stream_bytes && e->ext[PS_DIM_C] == 1 && !(e->k_full_blocks > 0 && e->k_tail > 0) &&
+           out_bytes >= (double)stream_bytes;
+}
+
+static ps_status build_conv(ps_exec *e, const ps_conv_desc *d, size_t stream_bytes)
 {
     ps_conv_shape_of(d, &e->conv);
     const ps_conv_shape *c = &e->conv;
@@ -93,6 +111,7 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d)
         if (!ps_mul_ok(c->N * c->H, c->W * c->C, &e->copy_floats))
             return ps_error(PS_ERR_OVERFLOW, "conv plan: input copy too large");
     }
+    e->stream_out = stream_output(e, (double)ps_conv_dst_elems(c) * sizeof(float), stream_bytes) && !e->post_ops && !e->nchw;
     /* Segments: one per block (merged taps), else at most one per filter
      * column and block. */
     e->segs = malloc((size_t)(e->ext[PS_DIM_OW] * (e->merge_taps ? 1 : c->S)) * sizeof *e->segs);
@@ -189,7 +208,7 @@ static int gemm_panel_walk(ps_exec *e)
     return chunk_loops == 1 || e->ext[PS_DIM_C] == 1;
 }
 
-static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d, size_t llc_bytes)
+static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d, size_t llc_bytes, size_t stream_bytes)
 {
     ps_gemm_shape_of(d, &e->gemm);
     const ps_gemm_shape *g = &e->gemm;
@@ -218,6 +237,7 @@ static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d, size_t llc_bytes)
         e->panels = e->pack_a = 1;
     e->lda = e->pack_a ? e->ks.m : g->lda;
     e->ldb = e->ks.k;
+    e->stream_out = g->beta == 0.0f && stream_output(e, (double)g->N * (double)g->ldc * sizeof(float), stream_bytes);
     ps_status st;
     if (e->ext[PS_DIM_OW] > 1 && (st = dispatch_set(&e->gemm_kernels[0], e, e->ks.n, 1, e->lda, e->lda, e->ldb, g->ldc)))
         return st;
@@ -225,7 +245,8 @@ static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d, size_t llc_bytes)
     return PS_SUCCESS;
 }
 
-ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads, size_t llc_bytes)
+ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads, size_t llc_bytes,
+                        size_t stream_bytes)
 {
     memset(e, 0, sizeof *e);
     const ps_stage *sg = &sched->stages[0];
@@ -259,7 +280,8 @@ ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sche
     memcpy(left, e->ext, sizeof left);
     e->band_total = 1;
     for (int i = 0; i < e->n_parallel; i++) e->band_total *= e->band_trips[i] = ps_loop_trips(&e->loops[i], left);
-    ps_status st = desc->kind == PS_OP_GEMM ? build_gemm(e, &desc->u.gemm, llc_bytes) : build_conv(e, &desc->u.conv);
+    ps_status st = desc->kind == PS_OP_GEMM ? build_gemm(e, &desc->u.gemm, llc_bytes, stream_bytes)
+                                                 : build_conv(e, &desc->u.conv, stream_bytes);
     if (st) ps_exec_release(e);
     return st;
 }

@@ -16,9 +16,13 @@
 
 typedef libxsmm_smmfunction_reducebatch_addr ps_brgemm;
 
-/* Kernels of one tile shape, by [m is remainder][k is remainder][beta]. */
+/* Kernels of one tile shape, by [m is remainder][k is remainder][beta];
+ * stream[m][k]: beta 0 with non-temporal stores of C (ps_exec.stream_out),
+ * NULL where the plan does not stream or the block's rows are no multiple of
+ * 16 (LIBXSMM 1.17 has no masked streaming store). */
 typedef struct ps_kernel_set {
     ps_brgemm fn[2][2][2];
+    ps_brgemm stream[2][2];
 } ps_kernel_set;
 
 /* A group of filter columns [s_lo, s_hi) of one ow-block that are valid
@@ -48,6 +52,11 @@ typedef struct ps_exec {
     int64_t k_tail;            /* size of the remainder reduction block, 0 if none */
     int64_t k_full_blocks;     /* reduction blocks of full size k */
     int64_t k_blocks;          /* all reduction blocks (full + remainder) */
+    int stream_out;            /* every output block is written by one beta-0 call (one
+                                  reduction chunk, one part, no epilogue) and the output
+                                  is at least ps_machine_stream_bytes: those calls store
+                                  non-temporally when the output is 64-byte aligned (no
+                                  read for ownership of lines nobody reads back here) */
 
     /* conv */
     ps_conv_shape conv;
@@ -89,8 +98,10 @@ typedef struct ps_exec {
 
 /* Builds *e for a validated descriptor and checked schedule; llc_bytes (the
  * machine's last-level cache, 0 = unknown) decides how GEMM operands are
- * packed. On failure e holds nothing to free. */
-ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads, size_t llc_bytes);
+ * packed, stream_bytes (ps_machine_stream_bytes) which outputs are streamed.
+ * On failure e holds nothing to free. */
+ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads, size_t llc_bytes,
+                        size_t stream_bytes);
 void ps_exec_release(ps_exec *e);
 
 /* Workspace bytes an execution needs (scratch address lists included). */

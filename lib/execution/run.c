@@ -27,7 +27,15 @@ typedef struct tile_ctx {
                                    kernels overwrite entries (checked: a call changed
                                    4 of its 8 entries) */
     gemm_panel *panel;           /* this thread's panels (ps_exec.panels), else NULL */
+    int stream;                  /* ps_exec.stream_out and the output is 64-byte aligned */
 } tile_ctx;
+
+/* The kernel of a call: with stream set, a beta-0 call that is its block's
+ * only write stores non-temporally where such a kernel exists. */
+static ps_brgemm kernel_for(const ps_kernel_set *ks, int mt, int part, int beta, int stream)
+{
+    return !beta && stream && ks->stream[mt][part] ? ks->stream[mt][part] : ks->fn[mt][part][beta];
+}
 
 static void zero_tile(float *c, int64_t m, int64_t n, int64_t ldc)
 {
@@ -68,6 +76,7 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
     const int64_t ow_a = owb * e->ks.n, ow_w = min64(e->ks.n, c->OW - ow_a);
     float *cblk = t->dst + ((n * c->OH + oh) * c->OW + ow_a) * c->K + kb * e->ks.m;
     const int empty = r_hi <= r_lo || e->seg_begin[owb] == e->seg_begin[owb + 1];
+    const int stream = t->stream && e->seg_begin[owb + 1] - e->seg_begin[owb] == 1;
     /* Without a segment spanning the block, zero it once and accumulate. */
     int beta = !first;
     if (first && (empty || e->block_zero[owb])) {
@@ -93,7 +102,7 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
                         t->bbuf[cnt] = at + (ih0 + r * c->dh) * row_floats;
                     }
                     const ps_kernel_set *ks = p < sg->wide_phases ? &sg->kernels : &sg->kernels_narrow;
-                    ks->fn[mt][part][beta](t->abuf, t->bbuf, ct + p * c->K, &cnt);
+                    kernel_for(ks, mt, part, beta, stream)(t->abuf, t->bbuf, ct + p * c->K, &cnt);
                 }
                 beta = 1;
                 continue;
@@ -110,7 +119,7 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
                     }
                 }
             }
-            sg->kernels.fn[mt][part][beta](t->abuf, t->bbuf, ct, &cnt);
+            kernel_for(&sg->kernels, mt, part, beta, stream)(t->abuf, t->bbuf, ct, &cnt);
             beta = 1;
         }
     }
@@ -237,7 +246,7 @@ static void gemm_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
             t->abuf[cnt] = a0 + (a_base + kb * a_step);
             t->bbuf[cnt] = b0 + (b_base + kb * b_step);
         }
-        ks->fn[mt][part][beta](t->abuf, t->bbuf, ct, &cnt);
+        kernel_for(ks, mt, part, beta, t->stream)(t->abuf, t->bbuf, ct, &cnt);
         beta = 1;
     }
 }
@@ -438,6 +447,7 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
         }
         scratch_floats = (size_t)(next - scratch);
     }
+    base.stream = e->stream_out && (uintptr_t)(e->kind == PS_OP_GEMM ? (void *)base.c : (void *)base.dst) % 64 == 0;
     const double t_kernels = prof ? omp_get_wtime() : 0.0;
     char *per_thread = ws + align64(scratch_floats * sizeof(float));
     /* No more threads than band iterations: a thread without any would only
@@ -465,6 +475,8 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
             for (int64_t i = 0; i < e->copy_rows; i++) fill_copy_row(e, copy_src, copy, i);
         }
         run_thread(&t, fn, tid, nt);
+        /* Streaming stores are weakly ordered: drain them before the join. */
+        if (t.stream) __builtin_ia32_sfence();
     }
     const double t_finish = prof ? omp_get_wtime() : 0.0;
     if (e->kind == PS_OP_CONV_FWD && e->nchw) {

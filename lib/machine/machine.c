@@ -402,6 +402,16 @@ size_t ps_machine_cache_bytes(const ps_machine *m, int level)
     return 0;
 }
 
+size_t ps_machine_stream_bytes(const ps_machine *m)
+{
+    for (int i = 0; i < m->n_levels; i++)
+        if (m->levels[i].level == 3) {
+            const size_t llc = m->levels[i].size_bytes;
+            return m->levels[i].bandwidth_gbs >= 2.0 * m->mem_bandwidth_gbs ? llc : llc / 4;
+        }
+    return 0;
+}
+
 int ps_machine_cache_plausible(int level, size_t size, size_t below, char *why, size_t why_len)
 {
     char a[24], b[24];

@@ -77,6 +77,17 @@ typedef struct ps_machine {
 /* Capacity of one instance of cache `level` (1, 2, ...), 0 if there is none. */
 size_t ps_machine_cache_bytes(const ps_machine *m, int level);
 
+/* Size from which an output that one kernel call per block writes is
+ * stored with streaming stores (ps_exec.stream_out); 0 = never (no L3).
+ * Such an output costs a read for ownership and a write-back through the
+ * last-level cache, or one write to memory when streamed. The L3's size where
+ * its bandwidth is at least twice memory's (the table's figures, a Zen 5:
+ * ~105 vs ~40 GB/s; there, outputs that partly stay in the L3 lost with
+ * streaming, session 9); a quarter of it where the L3 is slower (Xeon VM,
+ * calibrated 30 vs 24 GB/s: outputs from 8 MB ran faster streamed, 4 MB
+ * slower; docs/performance.md, session 14). */
+size_t ps_machine_stream_bytes(const ps_machine *m);
+
 /* Detects caches (hwloc, cross-checked with sysfs/CPUID, PS_CACHE_SIZES
  * override), cores and performance characteristics. Never fails on odd
  * hardware: implausible values fall back to documented defaults, noted in

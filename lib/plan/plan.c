@@ -122,7 +122,8 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
             remember = !(opts->flags & PS_PLAN_NO_CACHE);
         }
     }
-    if ((st = ps_exec_build(&p->exec, desc, p->schedule, nthreads, ps_machine_cache_bytes(&ctx->machine, 3)))) goto fail;
+    if ((st = ps_exec_build(&p->exec, desc, p->schedule, nthreads, ps_machine_cache_bytes(&ctx->machine, 3),
+                             ps_machine_stream_bytes(&ctx->machine)))) goto fail;
     p->workspace_bytes = ps_exec_workspace_bytes(&p->exec);
     if (desc->kind == PS_OP_CONV_FWD) {
         p->weight_signature = weight_signature(&p->exec);
@@ -155,6 +156,11 @@ void ps_plan_destroy(ps_plan *plan)
 const ps_desc *ps_plan_get_desc(const ps_plan *plan) { return plan ? &plan->desc : NULL; }
 const ps_schedule *ps_plan_get_schedule(const ps_plan *plan) { return plan ? plan->schedule : NULL; }
 
+static const char *stream_note(const ps_exec *e)
+{
+    return e->stream_out ? "; output written once, with streaming stores when 64-byte aligned" : "";
+}
+
 ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *needed)
 {
     if (!plan) return ps_error(PS_ERR_NULL_POINTER, "ps_plan_describe: plan is NULL");
@@ -172,7 +178,7 @@ ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *n
                      "pad=%lld,%lld,%lld,%lld dilation=%lldx%lld -> OH=%lld OW=%lld%s%s\n"
                      "schedule: %s\n"
                      "tile space: n=%lld k=%lld oh=%lld ow=%lld c=%lld%s; %lld edge segments; threads=%d\n"
-                     "microkernel: LIBXSMM batch-reduce GEMM %dx%dx%d, batch %lld (C blocks x taps), remainders m=%lld k=%lld\n"
+                     "microkernel: LIBXSMM batch-reduce GEMM %dx%dx%d, batch %lld (C blocks x taps), remainders m=%lld k=%lld%s\n"
                      "packed weights: %zu bytes; workspace: %zu bytes; planned in %.3f ms",
                      c->layout == PS_LAYOUT_NHWC ? "nhwc" : "nchw", (long long)c->N, (long long)c->C, (long long)c->K,
                      (long long)c->H, (long long)c->W, (long long)c->R, (long long)c->S, (long long)c->stride_h,
@@ -185,7 +191,7 @@ ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *n
                      : e->conv.OH != OH                     ? " (1x1: image rows flattened into one)"
                                                             : "",
                      (long long)e->n_segs, e->nthreads, e->ks.m, e->ks.n, e->ks.k,
-                     (long long)e->batch_cap, (long long)e->m_tail, (long long)e->k_tail, plan->packed_bytes,
+                     (long long)e->batch_cap, (long long)e->m_tail, (long long)e->k_tail, stream_note(e), plan->packed_bytes,
                      plan->workspace_bytes, plan->create_ms);
     } else {
         const ps_gemm_desc *g = &plan->desc.u.gemm;
@@ -193,7 +199,7 @@ ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *n
                      "gemm f32 %s M=%lld N=%lld K=%lld trans_a=%d trans_b=%d lda=%lld ldb=%lld ldc=%lld alpha=%g beta=%g\n"
                      "schedule: %s\n"
                      "tile space: m=%lld n=%lld k=%lld; threads=%d; operands packed: A=%s B=%s\n"
-                     "microkernel: LIBXSMM batch-reduce GEMM %dx%dx%d, batch %lld, remainders m=%lld n=%lld k=%lld\n"
+                     "microkernel: LIBXSMM batch-reduce GEMM %dx%dx%d, batch %lld, remainders m=%lld n=%lld k=%lld%s\n"
                      "workspace: %zu bytes; planned in %.3f ms",
                      g->order == PS_COL_MAJOR ? "col-major" : "row-major", (long long)g->M, (long long)g->N,
                      (long long)g->K, g->trans_a, g->trans_b, (long long)g->lda, (long long)g->ldb, (long long)g->ldc,
@@ -201,7 +207,7 @@ ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *n
                      (long long)e->ext[4], e->nthreads, e->panels ? "panels" : e->pack_a ? "yes" : "no",
                      e->panels ? "panels" : e->pack_b ? "yes" : "no", e->ks.m,
                      e->ks.n, e->ks.k, (long long)e->batch_cap, (long long)e->m_tail, (long long)e->n_tail,
-                     (long long)e->k_tail, plan->workspace_bytes, plan->create_ms);
+                     (long long)e->k_tail, stream_note(e), plan->workspace_bytes, plan->create_ms);
     }
     if (n < 0) n = 0;
     if ((size_t)n >= sizeof text) n = (int)sizeof text - 1;

@@ -72,11 +72,11 @@ static void free_buffers(bench_buffers *b)
 }
 
 /* Best of three runs after a warm-up, in ms. */
-static ps_status time_schedule(const ps_desc *desc, const ps_schedule *s, int nthreads, size_t llc, bench_buffers *b,
-                               double *ms)
+static ps_status time_schedule(const ps_desc *desc, const ps_schedule *s, int nthreads, const ps_machine *m,
+                               bench_buffers *b, double *ms)
 {
     ps_exec e;
-    ps_status st = ps_exec_build(&e, desc, s, nthreads, llc);
+    ps_status st = ps_exec_build(&e, desc, s, nthreads, ps_machine_cache_bytes(m, 3), ps_machine_stream_bytes(m));
     if (st) return st;
     size_t need = ps_exec_workspace_bytes(&e);
     if (need > b->ws_bytes) {
@@ -141,12 +141,12 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
         double best = 1e300, ms = 0.0;
         if (!(st = alloc_buffers(desc, &b))) {
             for (int i = 0; i < k && !st; i++)
-                if (!(st = time_schedule(desc, r.v[i].schedule, nthreads, llc, &b, &ms)) && ms < best) {
+                if (!(st = time_schedule(desc, r.v[i].schedule, nthreads, &ctx->machine, &b, &ms)) && ms < best) {
                     best = ms;
                     pick = i;
                 }
             if (!st && !(st = ps_schedule_expert(desc, nthreads, l2, llc, &fallback)) &&
-                !(st = time_schedule(desc, fallback, nthreads, llc, &b, &ms)) && ms < best)
+                !(st = time_schedule(desc, fallback, nthreads, &ctx->machine, &b, &ms)) && ms < best)
                 pick = -1;
         }
         free_buffers(&b);
