@@ -35,9 +35,11 @@ static ps_status dispatch(ps_brgemm *out, int64_t m, int64_t n, int64_t k, int64
 
 /* Kernels for one tile width n. Index [1] of m is used by the last
  * output-channel block (size m_tail, which may equal m), index [1] of k by the
- * remainder reduction block; variants for blocks that do not exist stay NULL. */
+ * remainder reduction block; variants for blocks that do not exist stay NULL.
+ * stream: the calls of this set are their blocks' only writes and the plan
+ * streams its output (ps_exec.stream_out): add the streaming variants. */
 static ps_status dispatch_set(ps_kernel_set *ks, const ps_exec *e, int64_t n, int64_t k_mult, int64_t lda_full,
-                              int64_t lda_tail, int64_t ldb, int64_t ldc)
+                              int64_t lda_tail, int64_t ldb, int64_t ldc, int stream)
 {
     const int64_t ms[2] = {e->ks.m, e->m_tail}, kk[2] = {e->ks.k * k_mult, e->k_tail * k_mult};
     const int64_t ldas[2] = {lda_full, lda_tail};
@@ -52,7 +54,7 @@ static ps_status dispatch_set(ps_kernel_set *ks, const ps_exec *e, int64_t n, in
                     return st;
     for (int mt = 0; mt < 2; mt++)
         for (int kt = 0; kt < 2; kt++)
-            if (e->stream_out && need_m[mt] && need_k[kt] && ms[mt] % 16 == 0 && ldc % 16 == 0 &&
+            if (stream && need_m[mt] && need_k[kt] && ms[mt] % 16 == 0 && ldc % 16 == 0 &&
                 (st = dispatch(&ks->stream[mt][kt], ms[mt], n, kk[kt], ldas[mt], ldb, ldc, 2)))
                 return st;
     return PS_SUCCESS;
@@ -166,19 +168,25 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d, size_t stream_byt
     }
     e->seg_begin[e->ext[PS_DIM_OW]] = ns;
     e->n_segs = ns;
-    for (int64_t i = 0; i < ns; i++) {
-        /* Identical shapes share kernels: LIBXSMM's registry returns the same code. */
-        ps_conv_segment *sg = &e->segs[i];
-        if (e->merge_taps) {
-            const int64_t q = e->tap_phases, taps = sg->s_hi - sg->s_lo;
-            sg->wide_phases = sg->width % q ? sg->width % q : q;
-            if ((st = dispatch_set(&sg->kernels, e, ceil_div(sg->width, q), taps, e->ks.m, e->m_tail, q * ldb, q * ldc)))
+    for (int64_t b = 0; b < e->ext[PS_DIM_OW]; b++) {
+        /* A block's calls are its only writes where one segment spans it. */
+        const int sole = e->stream_out && e->seg_begin[b + 1] - e->seg_begin[b] == 1 && !e->block_zero[b];
+        for (int64_t i = e->seg_begin[b]; i < e->seg_begin[b + 1]; i++) {
+            /* Identical shapes share kernels: LIBXSMM's registry returns the same code. */
+            ps_conv_segment *sg = &e->segs[i];
+            if (e->merge_taps) {
+                const int64_t q = e->tap_phases, taps = sg->s_hi - sg->s_lo;
+                sg->wide_phases = sg->width % q ? sg->width % q : q;
+                if ((st = dispatch_set(&sg->kernels, e, ceil_div(sg->width, q), taps, e->ks.m, e->m_tail, q * ldb,
+                                       q * ldc, sole)))
+                    return st;
+                if (sg->width % q && sg->width / q > 0 &&
+                    (st = dispatch_set(&sg->kernels_narrow, e, sg->width / q, taps, e->ks.m, e->m_tail, q * ldb,
+                                       q * ldc, sole)))
+                    return st;
+            } else if ((st = dispatch_set(&sg->kernels, e, sg->width, 1, e->ks.m, e->m_tail, ldb, ldc, sole))) {
                 return st;
-            if (sg->width % q && sg->width / q > 0 &&
-                (st = dispatch_set(&sg->kernels_narrow, e, sg->width / q, taps, e->ks.m, e->m_tail, q * ldb, q * ldc)))
-                return st;
-        } else if ((st = dispatch_set(&sg->kernels, e, sg->width, 1, e->ks.m, e->m_tail, ldb, ldc))) {
-            return st;
+            }
         }
     }
     return PS_SUCCESS;
@@ -239,14 +247,13 @@ static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d, size_t llc_bytes,
     e->ldb = e->ks.k;
     e->stream_out = g->beta == 0.0f && stream_output(e, (double)g->N * (double)g->ldc * sizeof(float), stream_bytes);
     ps_status st;
-    if (e->ext[PS_DIM_OW] > 1 && (st = dispatch_set(&e->gemm_kernels[0], e, e->ks.n, 1, e->lda, e->lda, e->ldb, g->ldc)))
+    if (e->ext[PS_DIM_OW] > 1 && (st = dispatch_set(&e->gemm_kernels[0], e, e->ks.n, 1, e->lda, e->lda, e->ldb, g->ldc, e->stream_out)))
         return st;
-    if ((st = dispatch_set(&e->gemm_kernels[1], e, e->n_tail, 1, e->lda, e->lda, e->ldb, g->ldc))) return st;
+    if ((st = dispatch_set(&e->gemm_kernels[1], e, e->n_tail, 1, e->lda, e->lda, e->ldb, g->ldc, e->stream_out))) return st;
     return PS_SUCCESS;
 }
 
-ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads, size_t llc_bytes,
-                        size_t stream_bytes)
+ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads, const ps_machine *m)
 {
     memset(e, 0, sizeof *e);
     const ps_stage *sg = &sched->stages[0];
@@ -280,8 +287,9 @@ ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sche
     memcpy(left, e->ext, sizeof left);
     e->band_total = 1;
     for (int i = 0; i < e->n_parallel; i++) e->band_total *= e->band_trips[i] = ps_loop_trips(&e->loops[i], left);
-    ps_status st = desc->kind == PS_OP_GEMM ? build_gemm(e, &desc->u.gemm, llc_bytes, stream_bytes)
-                                                 : build_conv(e, &desc->u.conv, stream_bytes);
+    const size_t stream_bytes = ps_machine_stream_bytes(m);
+    ps_status st = desc->kind == PS_OP_GEMM ? build_gemm(e, &desc->u.gemm, ps_machine_cache_bytes(m, 3), stream_bytes)
+                                            : build_conv(e, &desc->u.conv, stream_bytes);
     if (st) ps_exec_release(e);
     return st;
 }

@@ -12,14 +12,16 @@
 #include <libxsmm.h>
 
 #include "descriptors/shape.h"
+#include "machine/machine.h"
 #include "schedule/schedule_impl.h"
 
 typedef libxsmm_smmfunction_reducebatch_addr ps_brgemm;
 
 /* Kernels of one tile shape, by [m is remainder][k is remainder][beta];
- * stream[m][k]: beta 0 with non-temporal stores of C (ps_exec.stream_out),
- * NULL where the plan does not stream or the block's rows are no multiple of
- * 16 (LIBXSMM 1.17 has no masked streaming store). */
+ * stream[m][k]: beta 0 with non-temporal stores of C, set only where these
+ * calls are their blocks' only writes and the plan streams its output
+ * (ps_exec.stream_out), and the block's rows are a multiple of 16 (LIBXSMM
+ * 1.17 has no masked streaming store). */
 typedef struct ps_kernel_set {
     ps_brgemm fn[2][2][2];
     ps_brgemm stream[2][2];
@@ -96,12 +98,11 @@ typedef struct ps_exec {
     ps_kernel_set gemm_kernels[2]; /* [n is remainder] */
 } ps_exec;
 
-/* Builds *e for a validated descriptor and checked schedule; llc_bytes (the
- * machine's last-level cache, 0 = unknown) decides how GEMM operands are
- * packed, stream_bytes (ps_machine_stream_bytes) which outputs are streamed.
- * On failure e holds nothing to free. */
-ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads, size_t llc_bytes,
-                        size_t stream_bytes);
+/* Builds *e for a validated descriptor and checked schedule; the machine's
+ * last-level cache decides how GEMM operands are packed, and
+ * ps_machine_stream_bytes which outputs are streamed. On failure e holds
+ * nothing to free. */
+ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads, const ps_machine *m);
 void ps_exec_release(ps_exec *e);
 
 /* Workspace bytes an execution needs (scratch address lists included). */

@@ -30,8 +30,9 @@ typedef struct tile_ctx {
     int stream;                  /* ps_exec.stream_out and the output is 64-byte aligned */
 } tile_ctx;
 
-/* The kernel of a call: with stream set, a beta-0 call that is its block's
- * only write stores non-temporally where such a kernel exists. */
+/* The kernel of a call: with stream set (an aligned output), a beta-0 call
+ * stores non-temporally where the plan made such a kernel (only for calls
+ * that are their blocks' only writes). */
 static ps_brgemm kernel_for(const ps_kernel_set *ks, int mt, int part, int beta, int stream)
 {
     return !beta && stream && ks->stream[mt][part] ? ks->stream[mt][part] : ks->fn[mt][part][beta];
@@ -76,7 +77,6 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
     const int64_t ow_a = owb * e->ks.n, ow_w = min64(e->ks.n, c->OW - ow_a);
     float *cblk = t->dst + ((n * c->OH + oh) * c->OW + ow_a) * c->K + kb * e->ks.m;
     const int empty = r_hi <= r_lo || e->seg_begin[owb] == e->seg_begin[owb + 1];
-    const int stream = t->stream && e->seg_begin[owb + 1] - e->seg_begin[owb] == 1;
     /* Without a segment spanning the block, zero it once and accumulate. */
     int beta = !first;
     if (first && (empty || e->block_zero[owb])) {
@@ -102,7 +102,7 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
                         t->bbuf[cnt] = at + (ih0 + r * c->dh) * row_floats;
                     }
                     const ps_kernel_set *ks = p < sg->wide_phases ? &sg->kernels : &sg->kernels_narrow;
-                    kernel_for(ks, mt, part, beta, stream)(t->abuf, t->bbuf, ct + p * c->K, &cnt);
+                    kernel_for(ks, mt, part, beta, t->stream)(t->abuf, t->bbuf, ct + p * c->K, &cnt);
                 }
                 beta = 1;
                 continue;
@@ -119,7 +119,7 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
                     }
                 }
             }
-            kernel_for(&sg->kernels, mt, part, beta, stream)(t->abuf, t->bbuf, ct, &cnt);
+            kernel_for(&sg->kernels, mt, part, beta, t->stream)(t->abuf, t->bbuf, ct, &cnt);
             beta = 1;
         }
     }

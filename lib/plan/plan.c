@@ -122,8 +122,7 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
             remember = !(opts->flags & PS_PLAN_NO_CACHE);
         }
     }
-    if ((st = ps_exec_build(&p->exec, desc, p->schedule, nthreads, ps_machine_cache_bytes(&ctx->machine, 3),
-                             ps_machine_stream_bytes(&ctx->machine)))) goto fail;
+    if ((st = ps_exec_build(&p->exec, desc, p->schedule, nthreads, &ctx->machine))) goto fail;
     p->workspace_bytes = ps_exec_workspace_bytes(&p->exec);
     if (desc->kind == PS_OP_CONV_FWD) {
         p->weight_signature = weight_signature(&p->exec);

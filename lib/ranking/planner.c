@@ -76,7 +76,7 @@ static ps_status time_schedule(const ps_desc *desc, const ps_schedule *s, int nt
                                bench_buffers *b, double *ms)
 {
     ps_exec e;
-    ps_status st = ps_exec_build(&e, desc, s, nthreads, ps_machine_cache_bytes(m, 3), ps_machine_stream_bytes(m));
+    ps_status st = ps_exec_build(&e, desc, s, nthreads, m);
     if (st) return st;
     size_t need = ps_exec_workspace_bytes(&e);
     if (need > b->ws_bytes) {
