@@ -265,7 +265,7 @@ static void plan(ps_context *ctx, ps_ranker ranker, int top_k)
     char dflt[512] = "";
     ps_schedule *ds = NULL;
     const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2), llc = ps_machine_cache_bytes(&ctx->machine, 3);
-    if (ps_schedule_expert(&d, 2, l2, llc, &ds) == PS_SUCCESS)
+    if (ps_schedule_expert(&d, 2, l2, llc, ps_machine_panel_bytes(&ctx->machine), &ds) == PS_SUCCESS)
         ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, sizeof dflt, NULL);
     ps_schedule_destroy(ds);
     TU_CHECK((at >= 0 && at < (top_k > 1 ? top_k : 1)) || (top_k > 1 && !strcmp(text, dflt)),
@@ -321,7 +321,8 @@ static void conv_default(ps_context *ctx, int64_t N)
         o.ranker = PS_RANKER_DNN;
         TU_CHECK(ps_cost_query(ctx, &d, &o, &rep) == PS_SUCCESS, "DNN cost query: %s", ps_last_error_message());
         TU_CHECK(ps_schedule_expert(&d, 2, ps_machine_cache_bytes(&ctx->machine, 2),
-                                    ps_machine_cache_bytes(&ctx->machine, 3), &ds) == PS_SUCCESS,
+                                    ps_machine_cache_bytes(&ctx->machine, 3), ps_machine_panel_bytes(&ctx->machine),
+                                    &ds) == PS_SUCCESS,
                  "expert schedule: %s", ps_last_error_message());
         ps_variant_cost first;
         if (p && ds && rep && ps_cost_report_get(rep, 0, &first) == PS_SUCCESS) {
@@ -391,7 +392,7 @@ static void conv_expert_rule(ps_context *ctx)
         conv_shape(&d, cases[i].N, cases[i].C, cases[i].K, cases[i].HW, cases[i].R);
         ps_schedule *ex = NULL, *ds = NULL;
         char got[512] = "", dflt[512] = "", want_kernel[512] = "";
-        TU_CHECK(ps_schedule_expert(&d, 2, cases[i].l2, 0, &ex) == PS_SUCCESS, "expert: %s", ps_last_error_message());
+        TU_CHECK(ps_schedule_expert(&d, 2, cases[i].l2, 0, 0, &ex) == PS_SUCCESS, "expert: %s", ps_last_error_message());
         TU_CHECK(ps_schedule_default(&d, &ds) == PS_SUCCESS, "default: %s", ps_last_error_message());
         if (ex) ps_schedule_format(ex, PS_OP_CONV_FWD, got, sizeof got, NULL);
         if (ds) ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, sizeof dflt, NULL);
@@ -427,9 +428,15 @@ static void conv_expert_rule(ps_context *ctx)
 /* GEMMs, default options (and PS_RANKER_NONE): the expert schedule, with L2
  * band tiles of 8 x 2 kernel blocks where they split over the threads as
  * evenly as single blocks, else the fixed order. Blocks and tiles in the
- * user's rows and columns of C, as the schedule speaks (kernel 64 x 48). */
+ * user's rows and columns of C, as the schedule speaks (kernel 64 x 48). The
+ * context's L3 is made fast (the table's row depends on the CPU): none of
+ * these operands exceeds it, so no panels; then slow, where the planner
+ * passes the machine's panel_bytes (16 MiB) and the 16 and 32 MiB operands
+ * get panel tiles. */
 static void gemm_default(ps_context *ctx)
 {
+    const ps_machine saved = ctx->machine;
+    tu_set_l3_speed(ctx, 3);
     static const struct {
         int64_t M, N, K;
         int row_major, threads, tiled;
@@ -465,34 +472,67 @@ static void gemm_default(ps_context *ctx)
                      "order '%s'", (long long)cases[i].M, (long long)cases[i].N, (long long)cases[i].K,
                      cases[i].threads, got, fixed);
     }
+    tu_set_l3_speed(ctx, 1);
+    TU_CHECK(ps_machine_panel_bytes(&ctx->machine) == 16u << 20, "slow 32 MiB L3: panel bytes %zu",
+             ps_machine_panel_bytes(&ctx->machine));
+    static const struct {
+        int64_t M, N, K;
+        const char *loops;
+    } slow[] = {
+        {1024, 1024, 4096, ": m:16* n:11* k m n"}, /* 16 MiB operands */
+        {128, 2048, 4096, ": m:2* n:11* k m n"},   /* B 32 MiB, A 2 MiB */
+        {128, 768, 4096, ": m:8* n:2* k m n"},     /* B 12 MiB: the L2 tiles */
+    };
+    for (size_t i = 0; i < sizeof slow / sizeof slow[0]; i++) {
+        ps_desc d;
+        gemm_shape(&d, slow[i].M, slow[i].N, slow[i].K, 1);
+        char got[512];
+        plan_schedule(ctx, &d, PS_RANKER_DEFAULT, 2, got, sizeof got);
+        const char *loops = strchr(got, ':');
+        TU_CHECK(loops && !strcmp(loops, slow[i].loops), "slow L3, GEMM %lldx%lldx%lld: default options run '%s', want '%s'",
+                 (long long)slow[i].M, (long long)slow[i].N, (long long)slow[i].K, got, slow[i].loops);
+    }
+    ctx->machine = saved;
 }
 
-/* GEMMs whose operands both exceed the last-level cache get large band tiles
- * (the smaller side whole, the other cut per thread) whose panels the
- * executor packs per thread; the others keep the 8 x 2 L2 tiles. */
+/* GEMMs whose operands both exceed the last-level cache, or whose larger
+ * operand reaches panel_bytes (ps_gemm_panels_pay), get large band tiles (the
+ * smaller side whole, the other cut per thread) whose panels the executor
+ * packs per thread; the others keep the 8 x 2 L2 tiles. */
 static void gemm_panel_rule(void)
 {
     static const struct {
         int64_t M, N, K;
         int threads;
-        size_t llc;
+        size_t llc, panel;
         const char *loops; /* NULL: anything but the panel tiles */
     } cases[] = {
-        {1024, 1024, 32768, 2, 32u << 20, ": m:16* n:11* k m n"},  /* 128 MiB operands: 16 x 22 blocks, 2 tiles */
-        {1024, 1024, 32768, 1, 32u << 20, ": m:16* n:11* k m n"},  /* 22 columns of blocks > 16: two tiles */
-        {1024, 1024, 32768, 2, 0, ": m:8* n:2* k m n"},             /* last-level cache unknown */
-        {1024, 1024, 32768, 2, 256u << 20, ": m:8* n:2* k m n"},    /* operands fit */
-        {2048, 2048, 2048, 2, 32u << 20, ": m:8* n:2* k m n"},      /* 16 MiB operands fit */
-        {1024, 1024, 32768, 16, 32u << 20, NULL},                   /* tiles of 2 column blocks: too few */
-        {4096, 1000, 32768, 2, 32u << 20, ": m:11* n:21* k m n"},   /* columns whole (21 blocks), 64 row blocks */
+        {1024, 1024, 32768, 2, 32u << 20, 0, ": m:16* n:11* k m n"},          /* 128 MiB operands: 16 x 22 blocks, 2 tiles */
+        {1024, 1024, 32768, 1, 32u << 20, 0, ": m:16* n:11* k m n"},          /* 22 columns of blocks > 16: two tiles */
+        {1024, 1024, 32768, 2, 0, 0, ": m:8* n:2* k m n"},                     /* last-level cache unknown */
+        {1024, 1024, 32768, 2, 256u << 20, 0, ": m:8* n:2* k m n"},            /* operands fit */
+        {1024, 1024, 32768, 2, 256u << 20, 128u << 20, ": m:16* n:11* k m n"}, /* fit, but reach panel_bytes */
+        {2048, 2048, 2048, 2, 32u << 20, 0, ": m:8* n:2* k m n"},              /* 16 MiB operands fit */
+        {2048, 2048, 2048, 2, 32u << 20, 16u << 20, ": m:8* n:2* k m n"},      /* 32 row blocks: too many to span */
+        {1024, 1024, 32768, 16, 32u << 20, 0, NULL},                           /* tiles of 2 column blocks: too few */
+        {4096, 1000, 32768, 2, 32u << 20, 0, ": m:11* n:21* k m n"},           /* columns whole (21 blocks), 64 row blocks */
+        /* One large operand (B, 32 MiB): rows whole although only 2 blocks,
+         * 43 column blocks cut into 4 tiles of 11; not without panel_bytes,
+         * nor below it (16 MiB: 1024 columns, 22 blocks, 2 tiles of 11). */
+        {128, 2048, 4096, 2, 32u << 20, 16u << 20, ": m:2* n:11* k m n"},
+        {128, 2048, 4096, 2, 32u << 20, 0, ": m:8* n:2* k m n"},
+        {128, 1024, 4096, 2, 32u << 20, 16u << 20, ": m:2* n:11* k m n"},
+        {128, 1024, 4096, 2, 32u << 20, 17u << 20, ": m* n* k"}, /* 8 x 2 tiles would split 6:5 */
+        {320, 3072, 4096, 2, 32u << 20, 16u << 20, ": m:5* n:16* k m n"},     /* 64 column blocks, 4 tiles */
+        {4096, 256, 2048, 2, 32u << 20, 16u << 20, ": m:11* n:6* k m n"},     /* A the larger: columns whole, 6 tiles */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ps_desc d;
         gemm_shape(&d, cases[i].M, cases[i].N, cases[i].K, 1);
         ps_schedule *ex = NULL;
         char got[512] = "";
-        TU_CHECK(ps_schedule_expert(&d, cases[i].threads, 1 << 20, cases[i].llc, &ex) == PS_SUCCESS, "expert: %s",
-                 ps_last_error_message());
+        TU_CHECK(ps_schedule_expert(&d, cases[i].threads, 1 << 20, cases[i].llc, cases[i].panel, &ex) == PS_SUCCESS,
+                 "expert: %s", ps_last_error_message());
         if (ex) ps_schedule_format(ex, PS_OP_GEMM, got, sizeof got, NULL);
         ps_schedule_destroy(ex);
         const char *loops = strchr(got, ':');

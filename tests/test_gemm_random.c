@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <time.h>
 
+#include "plan/context_impl.h"
 #include "reference.h"
 #include "test_util.h"
 
@@ -296,20 +297,30 @@ int main(void)
      * more band tiles than threads (520 x 1600 x 300: the panels' tile tags),
      * several chunks and a remainder chunk (K = 530, 600: the chunk tags). */
     if (tu_context_with_caches(2, 16 << 10, 32 << 10, 64 << 10, &ctx) != PS_SUCCESS) return 1;
-    static const int64_t panel_shapes[][3] = {{520, 1600, 300}, {1100, 520, 600}, {530, 1700, 530}};
+    /* Then (shapes 3-5) only the larger operand reaches ps_machine_panel_bytes
+     * (half the L3 where it is slow; set so, the table's row depends on the
+     * CPU): the smaller side whole, 1 or 2 blocks (40, 24 rows; 40 columns),
+     * the other cut into tiles of 8 or 12 blocks; one chunk and, with K = 600,
+     * two plus a remainder block. */
+    static const int64_t panel_shapes[][3] = {{520, 1600, 300}, {1100, 520, 600}, {530, 1700, 530},
+                                              {40, 1536, 300},  {24, 1536, 600},  {1536, 40, 300}};
     int n_panel = 0;
-    for (int si = 0; si < 3; si++)
+    for (int si = 0; si < 6; si++) {
+        if (si == 3) tu_set_l3_speed(ctx, 1);
         for (int v = 0; v < 4; v++, n_panel++) {
             tu_rng r = {seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(n_panel + 1))};
             ps_gemm_desc g = gemm_of(v % 2, v / 2, (v + si) % 2, panel_shapes[si]);
             draw_and_run(ctx, &r, n + n_fixed + n_panel, &g, &st, "A=panels B=panels");
         }
-    /* Outputs of at least that L3 (ps_machine_stream_bytes), written by one call per block
+    }
+    /* Outputs of at least that L3 (ps_machine_stream_bytes; the L3 fast
+     * again, so these GEMMs keep their packing pass), written by one call per block
      * (one reduction chunk), with beta = 0: streaming stores where C's
      * blocks are 64-byte aligned (C at a 64-byte boundary, ldc a multiple of
      * 16: variants 0-1), the plain kernels where C is not (2) or ldc may not be
      * (3, random ldc); rows in multiples of 16 and not (LIBXSMM has no masked
      * streaming store), remainder reductions (K = 17, 48). */
+    tu_set_l3_speed(ctx, 3);
     static const int64_t stream_shapes[][3] = {{200, 300, 32}, {256, 320, 64}, {130, 257, 17}, {64, 1000, 48}};
     int n_stream = 0;
     for (int si = 0; si < 4; si++)

@@ -246,8 +246,43 @@ static void test_stream_bytes(void)
     m.n_levels = 3;
     m.levels[2] = (ps_cache_level){.level = 3, .size_bytes = 32 * M, .bandwidth_gbs = 105};
     CHECK(ps_machine_stream_bytes(&m) == 32 * M); /* fast L3: what does not fit in it */
+    CHECK(!ps_machine_llc_slow(&m) && ps_machine_panel_bytes(&m) == 0); /* panels only where both operands exceed */
     m.levels[2].bandwidth_gbs = 30;
+    CHECK(ps_machine_llc_slow(&m));
     CHECK(ps_machine_stream_bytes(&m) == 8 * M); /* L3 under 2x memory's bandwidth: a quarter */
+    CHECK(ps_machine_panel_bytes(&m) == 16 * M);  /* and panels for one operand of half of it */
+    m.levels[2].bandwidth_gbs = 48.8;             /* exactly twice: fast */
+    CHECK(!ps_machine_llc_slow(&m) && ps_machine_stream_bytes(&m) == 32 * M);
+}
+
+/* The built-in table's rows: Intel Xeons (mesh L3, about memory's speed per
+ * core) and the default (an L3 several times faster than memory). */
+static void test_table_rows(void)
+{
+    static const struct {
+        const char *key, *name, *row;
+        int slow;
+    } cases[] = {
+        {"GenuineIntel-6-a7-1", "Intel(R) Xeon(R) Processor", "Intel Xeon", 1},
+        {"GenuineIntel-6-8f-8", "Intel(R) Xeon(R) Platinum 8480+", "Intel Xeon", 1},
+        {"GenuineIntel-6-b7-1", "13th Gen Intel(R) Core(TM) i9-13900K", "default", 0},
+        {"AuthenticAMD-1a-2-0", "AMD EPYC 9B45 128-Core Processor", "default", 0},
+        {"aarch64", "unknown CPU", "default", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ps_machine m;
+        memset(&m, 0, sizeof m);
+        m.n_levels = 3;
+        for (int l = 0; l < 3; l++) m.levels[l] = (ps_cache_level){.level = l + 1, .size_bytes = (size_t)64 << (6 * l)};
+        snprintf(m.cpu_key, sizeof m.cpu_key, "%s", cases[i].key);
+        snprintf(m.cpu_name, sizeof m.cpu_name, "%s", cases[i].name);
+        const char *row = ps_machine_perf_table(&m);
+        CHECK(row && !strcmp(row, cases[i].row));
+        CHECK(!strcmp(m.perf_source, "table"));
+        CHECK(ps_machine_llc_slow(&m) == cases[i].slow);
+        CHECK(m.levels[0].bandwidth_gbs > m.levels[1].bandwidth_gbs && m.levels[1].bandwidth_gbs > m.levels[2].bandwidth_gbs);
+        CHECK(m.levels[2].bandwidth_gbs > m.mem_bandwidth_gbs && m.mem_latency_ns > m.levels[2].latency_ns);
+    }
 }
 
 static void test_detect_time(void)
@@ -280,6 +315,7 @@ int main(void)
     test_profile_and_calibration();
     test_detect_time();
     test_stream_bytes();
+    test_table_rows();
     if (failures) { fprintf(stderr, "%d failure(s)\n", failures); return 1; }
     printf("test_machine: all passed\n");
     return 0;

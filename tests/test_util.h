@@ -216,4 +216,17 @@ static inline int tu_finish(const char *test)
     return 0;
 }
 
+#ifdef PS_CONTEXT_IMPL_H
+/* Tests with the library's internals: the machine model's L3 bandwidth as a
+ * multiple of memory's, >= 2 fast, below slow (ps_machine_llc_slow). The
+ * built-in table's row depends on the CPU, so tests of rules that follow it
+ * set it. */
+static inline void tu_set_l3_speed(ps_context *ctx, double times_memory)
+{
+    for (int i = 0; i < ctx->machine.n_levels; i++)
+        if (ctx->machine.levels[i].level == 3)
+            ctx->machine.levels[i].bandwidth_gbs = times_memory * ctx->machine.mem_bandwidth_gbs;
+}
+#endif
+
 #endif

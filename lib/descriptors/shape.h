@@ -96,23 +96,27 @@ typedef struct ps_gemm_shape {
 
 void ps_gemm_shape_of(const ps_gemm_desc *d, ps_gemm_shape *s);
 
-/* Fewest kernel blocks a band tile needs along m and along n for panels:
- * each chunk's panel is packed once per tile and read by that many kernel
- * calls (1024x1024x32768 with 8 x 2 tiles ran at 0.65x dnnl_sgemm with
- * panels, 0.74-0.83x with the packing pass). */
+/* Fewest kernel blocks a band tile needs along a side it cuts for panels:
+ * each chunk's panel of the other operand is packed once per tile and read
+ * by that many kernel calls (1024x1024x32768 with 8 x 2 tiles ran at 0.65x
+ * dnnl_sgemm with panels, 0.74-0.83x with the packing pass). A side the
+ * tile spans whole is exempt: its operand's panel is packed once in all. */
 #define PS_GEMM_PANEL_MIN_BLOCKS 8
 
-/* Both operands are larger than the last-level cache (llc_bytes; 0 =
- * unknown: no). Then a copy made ahead of the kernels cannot stay in cache
- * until they read it: packing in a pass of its own costs each operand a
- * write and a re-read from memory, and the executor packs per thread, panel
- * by panel, instead (ps_exec.panels), with the expert's large band tiles
- * (ps_schedule_expert). Measured on 1024x1024x32768 (VM, 2 threads; 256 MB
- * of operands, 32 MiB L3): docs/performance.md. */
-static inline int ps_gemm_operands_exceed(const ps_gemm_shape *g, size_t llc_bytes)
+/* Whether the executor packs per-thread panels instead of a packing pass
+ * (ps_exec.panels, given a schedule that suits them), with the expert's
+ * large band tiles (ps_schedule_expert): where both operands are larger
+ * than the last-level cache (llc_bytes; 0 = unknown: no), or the larger one
+ * is at least panel_bytes (ps_machine_panel_bytes; 0 = no). Then a copy made
+ * ahead of the kernels cannot stay in cache until they read it: the pass
+ * costs an operand a write and a re-read from memory, the panels one read.
+ * Measured on 1024x1024x32768 (VM, 2 threads; 256 MB of operands, 32 MiB
+ * L3) and on the Xeon VM's one-large-operand shapes: docs/performance.md. */
+static inline int ps_gemm_panels_pay(const ps_gemm_shape *g, size_t llc_bytes, size_t panel_bytes)
 {
-    return llc_bytes && (double)g->M * (double)g->K * sizeof(float) > (double)llc_bytes &&
-           (double)g->K * (double)g->N * sizeof(float) > (double)llc_bytes;
+    const double a = (double)g->M * (double)g->K * sizeof(float), b = (double)g->K * (double)g->N * sizeof(float);
+    if (llc_bytes && a > (double)llc_bytes && b > (double)llc_bytes) return 1;
+    return panel_bytes && (a > b ? a : b) >= (double)panel_bytes;
 }
 
 /* Element counts (validated: they fit in int64 and size_t bytes). */

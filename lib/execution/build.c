@@ -216,7 +216,7 @@ static int gemm_panel_walk(ps_exec *e)
     return chunk_loops == 1 || e->ext[PS_DIM_C] == 1;
 }
 
-static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d, size_t llc_bytes, size_t stream_bytes)
+static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d, size_t llc_bytes, size_t panel_bytes, size_t stream_bytes)
 {
     ps_gemm_shape_of(d, &e->gemm);
     const ps_gemm_shape *g = &e->gemm;
@@ -238,10 +238,12 @@ static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d, size_t llc_bytes,
      * 320x3072x4096, packing still won, 308 to 280). */
     e->pack_a = g->trans_a || g->alpha != 1.0f || e->ext[PS_DIM_OW] > 4;
     e->pack_b = 1;
-    /* Per-thread panels where both operands exceed the last-level cache and
-     * the walk and its tiles reuse each panel. */
-    if (ps_gemm_operands_exceed(g, llc_bytes) && gemm_panel_walk(e) && e->panel_m >= PS_GEMM_PANEL_MIN_BLOCKS &&
-        e->panel_n >= PS_GEMM_PANEL_MIN_BLOCKS)
+    /* Per-thread panels where they pay (ps_gemm_panels_pay) and the walk and
+     * its tiles reuse each panel: a side the tiles cut has at least
+     * PS_GEMM_PANEL_MIN_BLOCKS blocks per tile. */
+    if (ps_gemm_panels_pay(g, llc_bytes, panel_bytes) && gemm_panel_walk(e) &&
+        (e->panel_m >= PS_GEMM_PANEL_MIN_BLOCKS || e->panel_m == e->ext[PS_DIM_K]) &&
+        (e->panel_n >= PS_GEMM_PANEL_MIN_BLOCKS || e->panel_n == e->ext[PS_DIM_OW]))
         e->panels = e->pack_a = 1;
     e->lda = e->pack_a ? e->ks.m : g->lda;
     e->ldb = e->ks.k;
@@ -288,7 +290,8 @@ ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sche
     e->band_total = 1;
     for (int i = 0; i < e->n_parallel; i++) e->band_total *= e->band_trips[i] = ps_loop_trips(&e->loops[i], left);
     const size_t stream_bytes = ps_machine_stream_bytes(m);
-    ps_status st = desc->kind == PS_OP_GEMM ? build_gemm(e, &desc->u.gemm, ps_machine_cache_bytes(m, 3), stream_bytes)
+    ps_status st = desc->kind == PS_OP_GEMM ? build_gemm(e, &desc->u.gemm, ps_machine_cache_bytes(m, 3),
+                                                         ps_machine_panel_bytes(m), stream_bytes)
                                             : build_conv(e, &desc->u.conv, stream_bytes);
     if (st) ps_exec_release(e);
     return st;

@@ -99,7 +99,8 @@ typedef struct ps_exec {
 } ps_exec;
 
 /* Builds *e for a validated descriptor and checked schedule; the machine's
- * last-level cache decides how GEMM operands are packed, and
+ * last-level cache and ps_machine_panel_bytes decide how GEMM operands are
+ * packed (ps_gemm_panels_pay), and
  * ps_machine_stream_bytes which outputs are streamed. On failure e holds
  * nothing to free. */
 ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads, const ps_machine *m);

@@ -28,23 +28,40 @@
 
 /* ----------------------------------------------------------------- table */
 
-/* Rough single-core figures of current x86 server cores (Zen 4/5, Sapphire
- * Rapids) at ~3.5 GHz; Eq. 1 needs their ratios more than their values.
- * The project VM (Zen 5) measures L1 1.1 ns/450 GB/s, L2 4.4/230, L3
- * ~20/105, memory ~90-150 ns/40 GB/s; Intel's L3/memory are slower per core. */
-static const double table_lat_ns[PS_MAX_CACHE_LEVELS] = {1.2, 4.0, 18.0, 40.0};
-static const double table_bw_gbs[PS_MAX_CACHE_LEVELS] = {300.0, 150.0, 60.0, 30.0};
-static const double table_mem_lat_ns = 100.0, table_mem_bw_gbs = 20.0;
+/* Rough single-core figures of current x86 server cores at ~3.5 GHz; Eq. 1
+ * needs their ratios more than their values. Two rows. The default is a
+ * Zen-like core (the project VM, Zen 5, measures L1 1.1 ns/450 GB/s, L2
+ * 4.4/230, L3 ~20/105, memory ~90-150 ns/40 GB/s): an L3 several times
+ * faster than memory. Intel Xeons since Skylake-SP reach their L3 slices
+ * over a mesh, and one core reads it at about memory's rate: the Xeon VM of
+ * sessions 13-15 (model 0xa7) calibrates L1 1.2/404, L2 4.9/193, L3 48/30,
+ * memory 138/22 (docs/data/s14/xeon_calibration.profile). Which row applies
+ * decides, before any calibration, whether the LLC counts as slow
+ * (ps_machine_llc_slow). */
+typedef struct perf_row {
+    const char *name;
+    double lat_ns[PS_MAX_CACHE_LEVELS], bw_gbs[PS_MAX_CACHE_LEVELS];
+    double mem_lat_ns, mem_bw_gbs;
+} perf_row;
+static const perf_row table_default = {"default", {1.2, 4.0, 18.0, 40.0}, {300.0, 150.0, 60.0, 30.0}, 100.0, 20.0};
+static const perf_row table_xeon = {"Intel Xeon", {1.2, 4.9, 48.0, 80.0}, {400.0, 190.0, 30.0, 25.0}, 140.0, 22.0};
 
-void ps_machine_perf_table(ps_machine *m)
+static const perf_row *table_row(const ps_machine *m)
 {
+    return strncmp(m->cpu_key, "GenuineIntel", 12) == 0 && strstr(m->cpu_name, "Xeon") ? &table_xeon : &table_default;
+}
+
+const char *ps_machine_perf_table(ps_machine *m)
+{
+    const perf_row *t = table_row(m);
     for (int i = 0; i < m->n_levels && i < PS_MAX_CACHE_LEVELS; i++) {
-        m->levels[i].latency_ns = table_lat_ns[i];
-        m->levels[i].bandwidth_gbs = table_bw_gbs[i];
+        m->levels[i].latency_ns = t->lat_ns[i];
+        m->levels[i].bandwidth_gbs = t->bw_gbs[i];
     }
-    m->mem_latency_ns = table_mem_lat_ns;
-    m->mem_bandwidth_gbs = table_mem_bw_gbs;
+    m->mem_latency_ns = t->mem_lat_ns;
+    m->mem_bandwidth_gbs = t->mem_bw_gbs;
     m->perf_source = "table";
+    return t->name;
 }
 
 int ps_machine_calibrate_mode(ps_machine *m)
@@ -613,10 +630,11 @@ static ps_status measure(ps_machine *m, int *complete)
     if (st != PS_SUCCESS) return st;
 
     int cut = 0;
+    const perf_row *t = table_row(m);
     for (int l = 0; l < nl; l++) {
-        if (lat[l] <= 0 || bw[l] <= 0) { lat[l] = table_lat_ns[l]; bw[l] = table_bw_gbs[l]; cut = 1; }
+        if (lat[l] <= 0 || bw[l] <= 0) { lat[l] = t->lat_ns[l]; bw[l] = t->bw_gbs[l]; cut = 1; }
     }
-    if (mlat <= 0 || mbw <= 0) { mlat = table_mem_lat_ns; mbw = table_mem_bw_gbs; cut = 1; }
+    if (mlat <= 0 || mbw <= 0) { mlat = t->mem_lat_ns; mbw = t->mem_bw_gbs; cut = 1; }
     if (cut) ps_machine_note(m, "calibration ran out of its %.0f ms budget: the rest from the table, not saved",
                              BUDGET_NS / 1e6);
 

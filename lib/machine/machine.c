@@ -402,14 +402,22 @@ size_t ps_machine_cache_bytes(const ps_machine *m, int level)
     return 0;
 }
 
-size_t ps_machine_stream_bytes(const ps_machine *m)
+int ps_machine_llc_slow(const ps_machine *m)
 {
     for (int i = 0; i < m->n_levels; i++)
-        if (m->levels[i].level == 3) {
-            const size_t llc = m->levels[i].size_bytes;
-            return m->levels[i].bandwidth_gbs >= 2.0 * m->mem_bandwidth_gbs ? llc : llc / 4;
-        }
+        if (m->levels[i].level == 3) return m->levels[i].bandwidth_gbs < 2.0 * m->mem_bandwidth_gbs;
     return 0;
+}
+
+size_t ps_machine_stream_bytes(const ps_machine *m)
+{
+    const size_t llc = ps_machine_cache_bytes(m, 3);
+    return ps_machine_llc_slow(m) ? llc / 4 : llc;
+}
+
+size_t ps_machine_panel_bytes(const ps_machine *m)
+{
+    return ps_machine_llc_slow(m) ? ps_machine_cache_bytes(m, 3) / 2 : 0;
 }
 
 int ps_machine_cache_plausible(int level, size_t size, size_t below, char *why, size_t why_len)
@@ -681,11 +689,11 @@ ps_status ps_machine_detect_from(ps_machine *m, struct hwloc_topology *topology)
         else ps_machine_note(m, "PS_CACHE_SIZES ignored: malformed");
     }
 
-    ps_machine_perf_table(m);
+    const char *row = ps_machine_perf_table(m);
     int mode = ps_machine_calibrate_mode(m);
     if (mode == 0 || !ps_machine_load_profile(m)) {
         estimate_peak(m, &id, cpu);
-        ps_machine_note(m, "latency/bandwidth: built-in table (%s)",
+        ps_machine_note(m, "latency/bandwidth: built-in table, %s row (%s)", row,
                         mode == 0 ? "PS_CALIBRATE=0" : "no profile yet; ps_machine_calibrate measures");
     }
     return st;

@@ -77,16 +77,33 @@ typedef struct ps_machine {
 /* Capacity of one instance of cache `level` (1, 2, ...), 0 if there is none. */
 size_t ps_machine_cache_bytes(const ps_machine *m, int level);
 
+/* The L3's bandwidth is under twice memory's: writing a line through it
+ * (read for ownership, write-back) costs more than streaming it to memory,
+ * and a copy made in one pass and read back in another costs about two
+ * trips to memory. The table's default row (a Zen 5: ~105 vs ~40 GB/s) is
+ * fast, its Xeon row (30 vs 22) and the Xeon VM's calibration slow. 0
+ * without an L3. */
+int ps_machine_llc_slow(const ps_machine *m);
+
 /* Size from which an output that one kernel call per block writes is
  * stored with streaming stores (ps_exec.stream_out); 0 = never (no L3).
  * Such an output costs a read for ownership and a write-back through the
- * last-level cache, or one write to memory when streamed. The L3's size where
- * its bandwidth is at least twice memory's (the table's figures, a Zen 5:
- * ~105 vs ~40 GB/s; there, outputs that partly stay in the L3 lost with
- * streaming, session 9); a quarter of it where the L3 is slower (Xeon VM,
- * calibrated 30 vs 24 GB/s: outputs from 8 MB ran faster streamed, 4 MB
- * slower; docs/performance.md, session 14). */
+ * last-level cache, or one write to memory when streamed. The L3's size
+ * where it is fast (Zen 5: outputs that partly stay in the L3 lost with
+ * streaming, session 9); a quarter of it where it is slow (Xeon VM: outputs
+ * from 8 MB ran faster streamed, 4 MB slower; docs/performance.md, session
+ * 14). */
 size_t ps_machine_stream_bytes(const ps_machine *m);
+
+/* Size of a GEMM's larger operand from which the executor packs per-thread
+ * panels even though the other operand fits the last-level cache
+ * (ps_gemm_panels_pay); 0 = only where both exceed it. Half the L3 where
+ * it is slow: the packing pass's copy cannot stay there beside its source,
+ * and an operand read in place (columns lda apart, each run in its own
+ * page) waits on memory at every run; on the Xeon VM panels ran 1.3x faster
+ * from 16 MB, 0.97x at 12 MB (session 15). 0 where the L3 is fast: on the
+ * Zen 5 such panels were no better than the pass (session 9). */
+size_t ps_machine_panel_bytes(const ps_machine *m);
 
 /* Detects caches (hwloc, cross-checked with sysfs/CPUID, PS_CACHE_SIZES
  * override), cores and performance characteristics. Never fails on odd

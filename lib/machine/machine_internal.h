@@ -12,8 +12,9 @@ void ps_machine_note(ps_machine *m, const char *fmt, ...)
 /* PS_CALIBRATE: 0 = off (table only), 1 = normal, 2 = force re-measuring. */
 int ps_machine_calibrate_mode(ps_machine *m);
 
-/* Latency/bandwidth of every level and memory from the built-in table. */
-void ps_machine_perf_table(ps_machine *m);
+/* Latency/bandwidth of every level and memory from the built-in table: its
+ * Intel Xeon row where cpu_key and cpu_name say so, else its default row. */
+const char *ps_machine_perf_table(ps_machine *m); /* the row's name */
 
 /* Loads the profile for m's key into m (perf + peak). 1 when loaded; 0 when
  * absent (silent) or rejected (noted). */

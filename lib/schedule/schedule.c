@@ -461,23 +461,25 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
     return PS_SUCCESS;
 }
 
-/* Band tiles for GEMMs whose operands both exceed the last-level cache,
- * where each thread packs its tile's panels itself (ps_gemm_operands_exceed):
- * the smaller of the user's row and column extents whole (at most ~1024
- * elements), the other cut into one tile per thread or a multiple (at most
- * ~768 elements), so each chunk's panels are packed once per tile and used by
- * every block of it. On 1024x1024x32768 (VM, 2 threads, alternating trials
+/* Band tiles for GEMMs whose panels each thread packs itself
+ * (ps_gemm_panels_pay): the smaller of the user's row and column extents
+ * whole (at most ~1024 elements), the other cut into one tile per thread or a
+ * multiple (at most ~768 elements), so the larger operand is packed once in
+ * all, the smaller once per tile, and each chunk's panels are used by every
+ * block of the tile. On 1024x1024x32768 (VM, 2 threads, alternating trials
  * in one process) 1024 x 528 tiles ran at 0.91-0.96x dnnl_sgemm, the 8 x 2
- * tiles with a packing pass at 0.74-0.83x. Both sides need
- * PS_GEMM_PANEL_MIN_BLOCKS blocks for the executor to use panels. Sets *tm,
- * *tn (kernel blocks); 0 when no such tiling exists. */
+ * tiles with a packing pass at 0.74-0.83x; on 128x2048x4096 (Xeon VM) the
+ * 128 x 528 tiles 7.6 ms, 128 x 384 tiles (three per thread, 24:19 blocks)
+ * 8.9. The cut side needs PS_GEMM_PANEL_MIN_BLOCKS blocks for the executor
+ * to use panels. Sets *tm, *tn (kernel blocks); 0 when no such tiling
+ * exists. */
 static int gemm_panel_tiles(const ps_gemm_desc *g, const ps_kernel_shape *ks, int nt, int64_t *tm, int64_t *tn)
 {
     const int64_t mb = ceil_div(g->M, ks->m), nb = ceil_div(g->N, ks->n);
     const int rows_whole = g->M <= g->N;
     const int64_t whole = rows_whole ? mb : nb, cut = rows_whole ? nb : mb;
     const int64_t whole_cap = 1024 / (rows_whole ? ks->m : ks->n), cut_cap = 768 / (rows_whole ? ks->n : ks->m);
-    if (whole > whole_cap || whole < PS_GEMM_PANEL_MIN_BLOCKS) return 0;
+    if (whole > whole_cap) return 0;
     for (int64_t j = 1; j <= cut; j++) {
         const int64_t t = ceil_div(cut, nt * j);
         if (t > cut_cap) continue;
@@ -489,7 +491,8 @@ static int gemm_panel_tiles(const ps_gemm_desc *g, const ps_kernel_shape *ks, in
     return 0;
 }
 
-ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, size_t llc_bytes, ps_schedule **out)
+ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, size_t llc_bytes, size_t panel_bytes,
+                             ps_schedule **out)
 {
     if (!out) return ps_error(PS_ERR_NULL_POINTER, "ps_schedule_expert: out is NULL");
     *out = NULL;
@@ -519,7 +522,7 @@ ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
     if (l2_bytes && 2.0 * (double)g->K * (double)g->N * sizeof(float) < (double)l2_bytes)
         return ps_schedule_default(desc, out);
     int64_t pm, pn;
-    if (ps_gemm_operands_exceed(&shape, llc_bytes) && gemm_panel_tiles(g, &ks, nt, &pm, &pn) &&
+    if (ps_gemm_panels_pay(&shape, llc_bytes, panel_bytes) && gemm_panel_tiles(g, &ks, nt, &pm, &pn) &&
         20 * gemm_makespan(g, &ks, pm, pn, nt) <= 21 * gemm_makespan(g, &ks, 1, 1, nt)) {
         tile_m = pm;
         tile_n = pn;
@@ -528,11 +531,13 @@ ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
         return ps_schedule_default(desc, out);
     ps_schedule *s;
     if ((st = ps_schedule_create(ks.m, ks.n, ks.k, ks.batch, &s))) return st;
+    /* A side of one block (panel tiles spanning it whole) has no block loop
+     * inside the tile. */
     ps_schedule_add_loop(s, PS_DIM_K, tile_m, 1);
     ps_schedule_add_loop(s, PS_DIM_OW, tile_n, 1);
     ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
-    ps_schedule_add_loop(s, PS_DIM_K, 1, 0);
-    ps_schedule_add_loop(s, PS_DIM_OW, 1, 0);
+    if (tile_m > 1) ps_schedule_add_loop(s, PS_DIM_K, 1, 0);
+    if (tile_n > 1) ps_schedule_add_loop(s, PS_DIM_OW, 1, 0);
     *out = s;
     return PS_SUCCESS;
 }

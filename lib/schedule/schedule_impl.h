@@ -60,20 +60,23 @@ static inline int64_t ps_loop_trips(const ps_loop *l, int64_t left[PS_DIM_COUNT]
  * variant space share it, so the planner ranks outer loops only. */
 ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
 
-/* The expert's schedule on nthreads threads with l2_bytes of L2 per core and
- * llc_bytes of last-level cache, what the default options run when they do
- * not search: ps_schedule_default's kernel, and as loops: for GEMMs band
- * tiles of 8 x 2 kernel blocks with the reduction loop inside them (L2
- * blocking), or, when both operands exceed llc_bytes, tiles of ~1024 x ~528
- * elements whose panels each thread packs itself (ps_gemm_operands_exceed),
- * where those tiles split over the threads as evenly as single blocks do; for
+/* The expert's schedule on nthreads threads with l2_bytes of L2 per core,
+ * llc_bytes of last-level cache and the machine's panel_bytes
+ * (ps_machine_panel_bytes), what the default options run when they do not
+ * search: ps_schedule_default's kernel, and as loops: for GEMMs band tiles of
+ * 8 x 2 kernel blocks with the reduction loop inside them (L2 blocking), or,
+ * where panels pay (ps_gemm_panels_pay), tiles spanning the smaller side
+ * whole (up to ~1024 elements) and ~528-768 elements of the other, whose
+ * panels each thread packs itself, where those tiles split over the threads
+ * as evenly as single blocks do; for
  * spatial convs whose weights per kernel call fill a quarter of L2 32-channel
  * kernel blocks instead of 64; for convs whose weights fit in half
  * of L2 the input-stationary order (every output-channel block over a tile
  * of input while it is in cache) where its tiles balance over the threads;
  * else ps_schedule_default's order.
  * l2_bytes = 0 (unknown): no conv rule. On success *out is the caller's. */
-ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, size_t llc_bytes, ps_schedule **out);
+ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, size_t llc_bytes, size_t panel_bytes,
+                             ps_schedule **out);
 
 /* Lower-case loop name of a dimension for an op kind ("oh", "m", ...). */
 const char *ps_dim_name(ps_op_kind kind, ps_dim dim);
