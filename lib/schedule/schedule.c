@@ -321,9 +321,14 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
          * 0.960-0.966 -> 0.971-0.977 (N = 2), Fast R-CNN and ResNet-50
          * +0.5-1.3%. */
         if (c.R == 1 && c.S == 1 && c.C <= 128) max_n = 112;
+        /* Few channels per tap (not merged: k = C floats per batch entry)
+         * likewise up to 112: mobilenet_01 (112 columns, 3 x 3 / 2, C = 3)
+         * ran whole rows in 0.068-0.071 ms against 0.073-0.077 in blocks of
+         * 56 at N = 1, 0.135-0.142 against 0.152-0.159 at N = 2 (Intel Xeon,
+         * session 15, three alternating rounds). */
         if (ps_conv_few_channels(&c)) {
             const int64_t per_calls = ps_conv_merges_taps(&c) ? 75 * ps_conv_tap_phases(&c) : 0;
-            max_n = per_calls > 56 ? (int)per_calls : 56;
+            max_n = per_calls > 112 ? (int)per_calls : 112;
         }
         ks.n = pick_width(c.OW, max_n);
         ks.k = pick_block(c.C, 64);
