@@ -217,6 +217,18 @@ static int make_cases(op_case *cs)
         NULL}};
     cs[n].desc.u.conv.stride_h = cs[n].desc.u.conv.stride_w = 2;
     n++;
+    /* P: 3x3 stride 2, C = 3, K = 32, padding 1 (mobilenet_01's kind): the
+     * taps do not merge (R*K/sh = 48), each batch entry reduces over C = 3
+     * floats, so the expert's blocks grow to 112 of the 224 columns
+     * (test_default). */
+    cs[n] = (op_case){"conv P 3x3/2 C=3 wide per-tap blocks", conv_desc(1, 3, 32, 7, 448, 3, 3), {
+        "32x112x3/1 : n* oh* ow* c k",
+        "32x56x3/1 : oh* n ow k c",
+        NULL}};
+    cs[n].desc.u.conv.stride_h = cs[n].desc.u.conv.stride_w = 2;
+    cs[n].desc.u.conv.pad_top = cs[n].desc.u.conv.pad_bottom = 1;
+    cs[n].desc.u.conv.pad_left = cs[n].desc.u.conv.pad_right = 1;
+    n++;
     return n;
 }
 
@@ -436,6 +448,8 @@ static void test_default(ps_context *ctx, ps_context *small_l2, const op_case *o
         TU_CHECK(!strncmp(text, "32x", 3), "%s: expert schedule '%s' has no 32-channel blocks", oc->name, text);
     if (strstr(oc->name, "wide merged"))
         TU_CHECK(!strncmp(text, "64x200x", 7), "%s: expert schedule '%s' has no 200-column blocks", oc->name, text);
+    if (strstr(oc->name, "wide per-tap"))
+        TU_CHECK(!strncmp(text, "32x112x", 7), "%s: expert schedule '%s' has no 112-column blocks", oc->name, text);
     run_and_check(ctx, oc, o, ps_plan_get_schedule(p), 1, text);
     ps_plan_destroy(p);
 }
@@ -633,7 +647,7 @@ int main(void)
     if (tu_context_with_caches(0, 48 << 10, 1 << 20, 32 << 20, &ctx) != PS_SUCCESS) return 1;
     ps_context *small_l2 = NULL; /* L2 too small for any B: GEMMs get band tiles */
     if (tu_context_with_caches(0, 1 << 10, 2 << 10, 32 << 20, &small_l2) != PS_SUCCESS) return 1;
-    op_case cases[16];
+    op_case cases[20];
     const int n = make_cases(cases);
     for (int i = 0; i < n; i++) {
         TU_OK(ps_desc_validate(&cases[i].desc));
