@@ -311,7 +311,13 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
          * (224 against 56) 0.75-0.76 -> 0.82-0.87x oneDNN at N = 1, resnet_00
          * (112 against 56) 0.85-0.87 -> 0.90-0.91, fastrcnn_01 (300 against
          * 100) 0.87-0.88 -> 0.91-0.95 at N = 2 (docs/performance.md). */
-        int max_n = 28;
+        /* 30, not 28: widths are the largest divisor of OW up to the cap, and
+         * LIBXSMM blocks 64-row kernels in 6-column register blocks, so on
+         * 150-column rows 30 beats 25 (Intel Xeon, session 15, one image,
+         * alternating: fastrcnn_05 2.77-2.82 vs 3.00-3.14 ms in two rounds,
+         * fastrcnn_03 5.40-5.73 vs 5.86-5.92 in three). No shared layer has another
+         * OW whose widest divisor moves (56, 112, 224 -> 28; 75 -> 25). */
+        int max_n = 30;
         /* 1x1 convs whose calls reduce over few floats (C <= 128: the whole
          * C per call) do as little work per call as few-channel convs: up
          * to 112 columns. Intel Xeon, session 13 (docs/performance.md): one
