@@ -229,6 +229,14 @@ static int make_cases(op_case *cs)
     cs[n].desc.u.conv.pad_top = cs[n].desc.u.conv.pad_bottom = 1;
     cs[n].desc.u.conv.pad_left = cs[n].desc.u.conv.pad_right = 1;
     n++;
+    /* Q: 3x3, C = 32, 150 output columns: the expert's width is the widest
+     * divisor up to 30, 30 (not 25: LIBXSMM's 6-column register blocks). */
+    cs[n] = (op_case){"conv Q 3x3 C=32 150 columns", conv_desc(1, 32, 64, 3, 150, 3, 3), {
+        "64x30x32/1 : n* oh* ow* c k",
+        "64x25x32/1 : oh* n ow k c",
+        NULL}};
+    same_pad_bias_relu(&cs[n].desc);
+    n++;
     return n;
 }
 
@@ -448,6 +456,8 @@ static void test_default(ps_context *ctx, ps_context *small_l2, const op_case *o
         TU_CHECK(!strncmp(text, "32x", 3), "%s: expert schedule '%s' has no 32-channel blocks", oc->name, text);
     if (strstr(oc->name, "wide merged"))
         TU_CHECK(!strncmp(text, "64x200x", 7), "%s: expert schedule '%s' has no 200-column blocks", oc->name, text);
+    if (strstr(oc->name, "150 columns"))
+        TU_CHECK(!strncmp(text, "64x30x", 6), "%s: expert schedule '%s' has no 30-column blocks", oc->name, text);
     if (strstr(oc->name, "wide per-tap"))
         TU_CHECK(!strncmp(text, "32x112x", 7), "%s: expert schedule '%s' has no 112-column blocks", oc->name, text);
     run_and_check(ctx, oc, o, ps_plan_get_schedule(p), 1, text);
