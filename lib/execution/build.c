@@ -13,15 +13,22 @@ static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 /* Floor division for possibly negative numerators. */
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
-/* beta: 0 overwrite C, 1 accumulate, 2 overwrite with non-temporal stores
- * (C 64-byte aligned at every call: m and ldc multiples of 16, and the
- * executor checks the base pointer). */
-static ps_status dispatch(ps_brgemm *out, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, int beta)
+/* What a kernel does with C. */
+typedef enum c_update {
+    C_OVERWRITE,  /* beta 0 */
+    C_ACCUMULATE, /* beta 1 */
+    C_STREAM      /* beta 0 with non-temporal stores (C 64-byte aligned at
+                     every call: m and ldc multiples of 16, and the executor
+                     checks the base pointer) */
+} c_update;
+
+static ps_status dispatch(ps_brgemm *out, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+                          c_update update)
 {
     const libxsmm_blasint bm = (libxsmm_blasint)m, bn = (libxsmm_blasint)n, bk = (libxsmm_blasint)k;
     const libxsmm_blasint la = (libxsmm_blasint)lda, lb = (libxsmm_blasint)ldb, lc = (libxsmm_blasint)ldc;
-    const float alpha = 1.0f, fbeta = beta == 1 ? 1.0f : 0.0f;
-    const int flags = LIBXSMM_GEMM_FLAGS('N', 'N') | (beta == 2 ? LIBXSMM_GEMM_FLAG_ALIGN_C_NTS_HINT : 0);
+    const float alpha = 1.0f, fbeta = update == C_ACCUMULATE ? 1.0f : 0.0f;
+    const int flags = LIBXSMM_GEMM_FLAGS('N', 'N') | (update == C_STREAM ? LIBXSMM_GEMM_FLAG_ALIGN_C_NTS_HINT : 0);
     const int prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
     if ((int64_t)la != lda || (int64_t)lb != ldb || (int64_t)lc != ldc)
         return ps_error(PS_ERR_UNSUPPORTED, "leading dimension too large for LIBXSMM (lda %lld, ldb %lld, ldc %lld)",
@@ -50,12 +57,13 @@ static ps_status dispatch_set(ps_kernel_set *ks, const ps_exec *e, int64_t n, in
         for (int kt = 0; kt < 2; kt++)
             for (int beta = 0; beta < 2; beta++)
                 if (need_m[mt] && need_k[kt] &&
-                    (st = dispatch(&ks->fn[mt][kt][beta], ms[mt], n, kk[kt], ldas[mt], ldb, ldc, beta)))
+                    (st = dispatch(&ks->fn[mt][kt][beta], ms[mt], n, kk[kt], ldas[mt], ldb, ldc,
+                                   beta ? C_ACCUMULATE : C_OVERWRITE)))
                     return st;
     for (int mt = 0; mt < 2; mt++)
         for (int kt = 0; kt < 2; kt++)
             if (stream && need_m[mt] && need_k[kt] && ms[mt] % 16 == 0 && ldc % 16 == 0 &&
-                (st = dispatch(&ks->stream[mt][kt], ms[mt], n, kk[kt], ldas[mt], ldb, ldc, 2)))
+                (st = dispatch(&ks->stream[mt][kt], ms[mt], n, kk[kt], ldas[mt], ldb, ldc, C_STREAM)))
                 return st;
     return PS_SUCCESS;
 }
