@@ -20,7 +20,7 @@
 
 typedef struct opts {
     long m, n, k, batch, lda, ldb, ldc, a_chunks, b_chunks, b_offset, c_chunks, c_phases;
-    int beta, threads, trials;
+    int beta, stream, threads, trials;
     double min_ms;
 } opts;
 
@@ -33,6 +33,8 @@ static void usage(FILE *f)
             "  --batch B       blocks per call (default 1)\n"
             "  --lda/--ldb/--ldc LD  leading dimensions (default m, k, m x c-phases)\n"
             "  --beta 0|1      overwrite or accumulate C (default 1)\n"
+            "  --stream 0|1    1: overwrite C with non-temporal stores (beta 0, LIBXSMM's\n"
+            "                  NTS hint, as the executor's streamed outputs; C 64-byte aligned)\n"
             "  --a-chunks N    distinct A chunks per thread, used in turn (default 1: in L1/L2)\n"
             "  --b-chunks N    distinct B chunks per thread, back to back, used in turn (default 1)\n"
             "  --b-offset F    floats between the batch blocks of one call's B (default: one block's\n"
@@ -73,6 +75,7 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(name, "--ldb")) o->ldb = (long)v;
         else if (!strcmp(name, "--ldc")) o->ldc = (long)v;
         else if (!strcmp(name, "--beta")) o->beta = (int)v;
+        else if (!strcmp(name, "--stream")) o->stream = (int)v;
         else if (!strcmp(name, "--a-chunks")) o->a_chunks = (long)v;
         else if (!strcmp(name, "--c-chunks")) o->c_chunks = (long)v;
         else if (!strcmp(name, "--b-chunks")) o->b_chunks = (long)v;
@@ -91,9 +94,9 @@ static int parse(int argc, char **argv, opts *o)
     if (!o->ldc) o->ldc = o->m * o->c_phases;
     if (!o->c_chunks) o->c_chunks = o->a_chunks;
     if (o->m < 1 || o->n < 1 || o->k < 1 || o->batch < 1 || o->batch > 4096 || o->a_chunks < 1 || o->b_chunks < 1 || o->c_chunks < 0 || o->c_phases < 1 || o->threads < 1 ||
-        o->trials < 1 || o->beta > 1 || o->lda < o->m || o->ldb < o->k || o->ldc < o->m * o->c_phases) {
+        o->trials < 1 || o->beta > 1 || o->stream > 1 || o->lda < o->m || o->ldb < o->k || o->ldc < o->m * o->c_phases) {
         fprintf(stderr, "polysci-brgemm-ceiling: need m, n, k >= 1, 1 <= batch <= 4096, lda >= m, ldb >= k, "
-                        "ldc >= m * c-phases, beta 0 or 1\n");
+                        "ldc >= m * c-phases, beta and stream 0 or 1\n");
         return -1;
     }
     return 0;
@@ -108,8 +111,9 @@ int main(int argc, char **argv)
     }
     libxsmm_init();
     const libxsmm_blasint m = o.m, n = o.n, k = o.k, lda = o.lda, ldb = o.ldb, ldc = o.ldc;
+    if (o.stream) o.beta = 0;
     const float alpha = 1.0f, beta = (float)o.beta;
-    const int flags = LIBXSMM_GEMM_FLAGS('N', 'N'), prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
+    const int flags = LIBXSMM_GEMM_FLAGS('N', 'N') | (o.stream ? LIBXSMM_GEMM_FLAG_ALIGN_C_NTS_HINT : 0), prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
     libxsmm_smmfunction_reducebatch_addr kernel =
         libxsmm_smmdispatch_reducebatch_addr(m, n, k, &lda, &ldb, &ldc, &alpha, &beta, &flags, &prefetch);
     if (!kernel) {
@@ -179,9 +183,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "polysci-brgemm-ceiling: out of memory\n");
         return 1;
     }
-    printf("brgemm %ldx%ldx%ld batch %ld lda %ld ldb %ld ldc %ld beta %d, %d threads, A %.0f KiB, B %.0f KiB per thread: "
+    printf("brgemm %ldx%ldx%ld batch %ld lda %ld ldb %ld ldc %ld beta %d%s, %d threads, A %.0f KiB, B %.0f KiB per thread: "
            "%.1f GFLOP/s\n",
-           o.m, o.n, o.k, o.batch, o.lda, o.ldb, o.ldc, o.beta, o.threads,
+           o.m, o.n, o.k, o.batch, o.lda, o.ldb, o.ldc, o.beta, o.stream ? " (streaming stores)" : "", o.threads,
            (double)(a_blk * o.batch * o.a_chunks) * sizeof(float) / 1024, (double)(b_chunk * o.b_chunks) * sizeof(float) / 1024,
            rate_sum);
     return 0;
