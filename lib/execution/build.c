@@ -280,6 +280,7 @@ ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sche
             e->loops[i].dim = e->loops[i].dim == PS_DIM_K ? PS_DIM_OW : e->loops[i].dim == PS_DIM_OW ? PS_DIM_K : e->loops[i].dim;
     }
     while (e->n_parallel < e->n_loops && e->loops[e->n_parallel].parallel) e->n_parallel++;
+    e->clear_upper = __builtin_cpu_supports("avx");
     e->nthreads = nthreads < 1 ? 1 : nthreads;
     if (desc->kind == PS_OP_GEMM) {
         ps_gemm_shape g;

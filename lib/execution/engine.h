@@ -59,6 +59,8 @@ typedef struct ps_exec {
                                   is at least ps_machine_stream_bytes: those calls store
                                   non-temporally when the output is 64-byte aligned (no
                                   read for ownership of lines nobody reads back here) */
+    int clear_upper;           /* the CPU has AVX: every kernel call is followed by a
+                                  vzeroupper (see run_kernel in run.c) */
 
     /* conv */
     ps_conv_shape conv;

@@ -38,6 +38,25 @@ static ps_brgemm kernel_for(const ps_kernel_set *ks, int mt, int part, int beta,
     return !beta && stream && ks->stream[mt][part] ? ks->stream[mt][part] : ks->fn[mt][part][beta];
 }
 
+/* One kernel call. LIBXSMM 1.17's kernels return with the upper halves of
+ * the vector registers dirty, and the code between calls (this file) is
+ * built for plain x86-64, i.e. with SSE instructions: on Intel cores each
+ * of those then waits on the dirty state, ~700 cycles per call between
+ * the calls of a 2048x4096x32 GEMM (0.4 ms of its 2.0; the Xeon VM of
+ * sessions 13-16, docs/performance.md "Session 16"). A vzeroupper after
+ * the call (where the CPU has AVX; the kernels reload all their registers)
+ * removes it. The clobbers tell a compiler that keeps vector values in
+ * registers across the asm (an AVX build) that they are gone; the call
+ * clobbered them anyway. */
+static inline void run_kernel(const tile_ctx *t, ps_brgemm kernel, const float **a, const float **b, float *c,
+                              unsigned long long *cnt)
+{
+    kernel(a, b, c, cnt);
+    if (t->e->clear_upper)
+        __asm__ volatile("vzeroupper" ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
+                         "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+}
+
 static void zero_tile(float *c, int64_t m, int64_t n, int64_t ldc)
 {
     for (int64_t j = 0; j < n; j++) memset(c + j * ldc, 0, (size_t)m * sizeof *c);
@@ -102,7 +121,7 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
                         t->bbuf[cnt] = at + (ih0 + r * c->dh) * row_floats;
                     }
                     const ps_kernel_set *ks = p < sg->wide_phases ? &sg->kernels : &sg->kernels_narrow;
-                    kernel_for(ks, mt, part, beta, t->stream)(t->abuf, t->bbuf, ct + p * c->K, &cnt);
+                    run_kernel(t, kernel_for(ks, mt, part, beta, t->stream), t->abuf, t->bbuf, ct + p * c->K, &cnt);
                 }
                 beta = 1;
                 continue;
@@ -119,7 +138,7 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
                     }
                 }
             }
-            kernel_for(&sg->kernels, mt, part, beta, t->stream)(t->abuf, t->bbuf, ct, &cnt);
+            run_kernel(t, kernel_for(&sg->kernels, mt, part, beta, t->stream), t->abuf, t->bbuf, ct, &cnt);
             beta = 1;
         }
     }
@@ -246,7 +265,7 @@ static void gemm_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
             t->abuf[cnt] = a0 + (a_base + kb * a_step);
             t->bbuf[cnt] = b0 + (b_base + kb * b_step);
         }
-        kernel_for(ks, mt, part, beta, t->stream)(t->abuf, t->bbuf, ct, &cnt);
+        run_kernel(t, kernel_for(ks, mt, part, beta, t->stream), t->abuf, t->bbuf, ct, &cnt);
         beta = 1;
     }
 }
