@@ -34,8 +34,11 @@ typedef struct ps_plan ps_plan;
 /* How the planner orders the candidate schedules. */
 typedef enum ps_ranker {
     PS_RANKER_DEFAULT = 0, /* the option that measured best (docs/performance.md): currently
-                              PS_RANKER_DNN for convolutions of N >= 2 images; for one image
-                              and for GEMMs PS_RANKER_NONE; PS_RANKER_DNN with top_k > 1
+                              PS_RANKER_DNN for convolutions of N >= 2 images on machines
+                              whose last-level cache is fast (several times memory's
+                              bandwidth, like the machine its weights were trained on);
+                              otherwise, for one image and for GEMMs PS_RANKER_NONE;
+                              PS_RANKER_DNN with top_k > 1
                               (its order gives the best candidates to time); cost queries
                               treat it as PS_RANKER_COST */
     PS_RANKER_COST = 1,    /* PolyScientist cost model: Alg. 2 + Eq. 1 over isl working sets */

@@ -97,7 +97,7 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
     if ((st = ps_plan_options_check("ps_plan_create", &opts, &def))) return st;
     const int nthreads = opts->num_threads ? opts->num_threads : ctx->num_threads;
     const int top_k = opts->top_k > 1 ? opts->top_k : 1;
-    const ps_ranker ranker = opts->ranker == PS_RANKER_DEFAULT ? ps_planner_default_ranker(desc, top_k) : opts->ranker;
+    const ps_ranker ranker = opts->ranker == PS_RANKER_DEFAULT ? ps_planner_default_ranker(&ctx->machine, desc, top_k) : opts->ranker;
 
     char key[1024];
     int remember = 0; /* a newly planned schedule to put in the plan cache */

@@ -15,16 +15,25 @@
  * layer's front runners). Convolutions of N >= 2 images: the DNN's first
  * choice, ~2% faster than the fixed-order expert schedule on layers it was not
  * trained on (0.969-0.973 vs 0.948-0.953 of the best), for ~10 ms of cold
- * planning. One image: the expert schedule (the DNN was trained on N = 2
- * timings only, and its first choice ran 1.5-1.8% slower than the expert
- * schedule on ResNet-50 at N = 1 in three runs). GEMMs: the expert schedule
- * with its L2 band tiles (ps_schedule_expert; the DNN saw one GEMM in
- * training and its first choice ran at 0.80x the fixed-order schedule).
- * Timed (top_k > 1): the DNN's order gives the best candidates. */
-ps_ranker ps_planner_default_ranker(const ps_desc *desc, int top_k)
+ * planning. But only where the last-level cache is fast, as on the Zen 5 VM
+ * whose timings trained it: its inputs are bytes served per level, so what
+ * an L3 byte costs against a memory byte is baked into its weights. Where
+ * the L3 is about as slow as memory (ps_machine_llc_slow: the Intel Xeon VM
+ * of sessions 13-17), its first choice ran at 0.99x the expert schedule over
+ * the six conv sets at N = 2 (binary against binary, two rounds each:
+ * VGG-A 0.97 -> 1.01x oneDNN, AlexNet 0.96 -> 0.98, the other sets within
+ * +-0.6%; docs/performance.md, session 17), so there the expert schedule.
+ * One image: the expert schedule (the DNN was trained on N = 2 timings only,
+ * and its first choice ran 1.5-1.8% slower than the expert schedule on
+ * ResNet-50 at N = 1 in three runs). GEMMs: the expert schedule with its L2
+ * band tiles (ps_schedule_expert; the DNN saw one GEMM in training and its
+ * first choice ran at 0.80x the fixed-order schedule). Timed (top_k > 1):
+ * the DNN's order gives the best candidates. */
+ps_ranker ps_planner_default_ranker(const ps_machine *m, const ps_desc *desc, int top_k)
 {
     if (top_k > 1) return PS_RANKER_DNN;
-    return desc->kind == PS_OP_CONV_FWD && desc->u.conv.N >= 2 ? PS_RANKER_DNN : PS_RANKER_NONE;
+    return desc->kind == PS_OP_CONV_FWD && desc->u.conv.N >= 2 && !ps_machine_llc_slow(m) ? PS_RANKER_DNN
+                                                                                          : PS_RANKER_NONE;
 }
 
 /* Operands for timing candidates: allocated once for all of them. */
@@ -111,7 +120,7 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
     /* The expert's conv rule (L2) and GEMM rule (last level, panels), as the executor's. */
     const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2), llc = ps_machine_cache_bytes(&ctx->machine, 3);
     const size_t panel = ps_machine_panel_bytes(&ctx->machine);
-    if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker(desc, top_k);
+    if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker(&ctx->machine, desc, top_k);
     if (ranker == PS_RANKER_NONE) return ps_schedule_expert(desc, nthreads, l2, llc, panel, out);
     if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME && ranker != PS_RANKER_DNN)
         return ps_error(PS_ERR_UNSUPPORTED, "planner: ranker %d is not available in this build", (int)ranker);

@@ -11,7 +11,7 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
                             ps_schedule **out);
 
 /* The ranker PS_RANKER_DEFAULT stands for, per operation (and batch size),
- * with top_k timing or without. */
-ps_ranker ps_planner_default_ranker(const ps_desc *desc, int top_k);
+ * machine (how fast its last-level cache is), with top_k timing or without. */
+ps_ranker ps_planner_default_ranker(const ps_machine *m, const ps_desc *desc, int top_k);
 
 #endif

@@ -57,7 +57,7 @@ class MatrixOrder(enum.IntEnum):
 
 class Ranker(enum.IntEnum):
     """ps_ranker: how the planner orders candidate schedules."""
-    DEFAULT = 0  # the ranker that measured best: DNN for convolutions of N >= 2, else NONE
+    DEFAULT = 0  # the ranker that measured best: DNN for convolutions of N >= 2 where the L3 is fast, else NONE
     COST = 1     # PolyScientist cost model
     DNN = 2      # pairwise neural ranking
     NONE = 3     # no search: the expert schedule (fixed order; GEMMs: L2 band tiles)
