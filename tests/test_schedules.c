@@ -237,6 +237,14 @@ static int make_cases(op_case *cs)
         NULL}};
     same_pad_bias_relu(&cs[n].desc);
     n++;
+    /* R: 1x1, C = 160, 2 x 19 pixels (one flattened row of 38): 19-column
+     * blocks end in a 1-column register block, so the expert runs 24 and a
+     * 14-column remainder (pick_width64). */
+    cs[n] = (op_case){"conv R 1x1 38 pixels register blocks", conv_desc(2, 160, 64, 2, 19, 1, 1), {
+        "64x24x32/5 : n* oh* ow* c k",
+        "64x19x32/5 : n* k* ow c",
+        NULL}};
+    n++;
     return n;
 }
 
@@ -458,6 +466,8 @@ static void test_default(ps_context *ctx, ps_context *small_l2, const op_case *o
         TU_CHECK(!strncmp(text, "64x200x", 7), "%s: expert schedule '%s' has no 200-column blocks", oc->name, text);
     if (strstr(oc->name, "150 columns"))
         TU_CHECK(!strncmp(text, "64x30x", 6), "%s: expert schedule '%s' has no 30-column blocks", oc->name, text);
+    if (strstr(oc->name, "register blocks"))
+        TU_CHECK(!strncmp(text, "64x24x", 6), "%s: expert schedule '%s' has no 24-column blocks", oc->name, text);
     if (strstr(oc->name, "wide per-tap"))
         TU_CHECK(!strncmp(text, "32x112x", 7), "%s: expert schedule '%s' has no 112-column blocks", oc->name, text);
     run_and_check(ctx, oc, o, ps_plan_get_schedule(p), 1, text);

@@ -269,6 +269,52 @@ static int pick_width(int64_t ow, int max)
     return ow < 2 * max ? (int)ow : max;
 }
 
+/* Cost of one call of n columns of a 64-row kernel, in column units.
+ * LIBXSMM 1.17 blocks a 64-row AVX-512 kernel's columns in register blocks
+ * of 6 (the last one what is left), and each block reloads the four A
+ * vectors per reduction step whatever its width: a block costs about
+ * PS_BLOCK_FIXED + its columns. Fitted to polysci-brgemm-ceiling --m 64 --k
+ * 64 --batch 8 --threads 2, n = 1..56 (Intel Xeon VM, session 17): 6, 12,
+ * 18 columns 413-417 GFLOP/s, 7 (6 + 1) 344, 8 370, 13 379, 19 379, 11 and
+ * 17 (last block of 5) 404-407. PS_CALL_FIXED stands for the call itself. */
+#define PS_REG_BLOCK 6
+#define PS_BLOCK_FIXED 2.7
+#define PS_CALL_FIXED 3.0
+static double call_cost64(int64_t n)
+{
+    const int64_t blocks = ceil_div(n, PS_REG_BLOCK);
+    return PS_CALL_FIXED + (double)blocks * PS_BLOCK_FIXED + (double)n;
+}
+
+/* A row of ow columns in calls of b columns and one remainder call. */
+static double row_cost64(int64_t ow, int64_t b)
+{
+    return (double)(ow / b) * call_cost64(b) + (ow % b ? call_cost64(ow % b) : 0.0);
+}
+
+/* pick_width for 64-row kernels, aware of their register blocks: a width
+ * that leaves a short last block (19 = 6 + 6 + 6 + 1 columns) runs below
+ * one in whole blocks plus a remainder call (30 columns and 16 left per
+ * 1786-column row: fastrcnn_15/17/19, 47 x 38 1x1 convs flattened, ran
+ * 1.08-1.10x faster with 24, 30 or 18 columns than 19, fastrcnn_18 1.03x at
+ * N = 2, 1.06-1.18x at N = 1; Intel Xeon VM, session 17,
+ * docs/performance.md). Widths that are multiples of the block are tried
+ * beside pick_width's choice, which stays unless one is 3% cheaper. */
+static int pick_width64(int64_t ow, int max)
+{
+    const int w0 = pick_width(ow, max);
+    int best = w0;
+    double best_cost = row_cost64(ow, w0);
+    for (int b = 2 * PS_REG_BLOCK; b <= max && b < ow; b += PS_REG_BLOCK) {
+        const double c = row_cost64(ow, b);
+        if (c < best_cost && c < 0.97 * row_cost64(ow, w0)) {
+            best = b;
+            best_cost = c;
+        }
+    }
+    return best;
+}
+
 ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
 {
     ps_kernel_shape ks;
@@ -336,7 +382,10 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
             const int64_t per_calls = ps_conv_merges_taps(&c) ? 75 * ps_conv_tap_phases(&c) : 0;
             max_n = per_calls > 112 ? (int)per_calls : 112;
         }
-        ks.n = pick_width(c.OW, max_n);
+        /* 64-row kernels by their register blocks; the few-channel convs'
+         * calls are split into tap phases (merged taps) or reduce over a few
+         * floats, where the blocks were not measured. */
+        ks.n = ks.m == 64 && !ps_conv_few_channels(&c) ? pick_width64(c.OW, max_n) : pick_width(c.OW, max_n);
         ks.k = pick_block(c.C, 64);
         int64_t blocks = ceil_div(c.C, ks.k);
         ks.batch = (int)(blocks < 64 ? blocks : 64);
