@@ -302,12 +302,11 @@ static double row_cost64(int64_t ow, int64_t b)
  * beside pick_width's choice, which stays unless one is 3% cheaper. */
 static int pick_width64(int64_t ow, int max)
 {
-    const int w0 = pick_width(ow, max);
-    int best = w0;
-    double best_cost = row_cost64(ow, w0);
+    int best = pick_width(ow, max);
+    double best_cost = 0.97 * row_cost64(ow, best); /* what a multiple must beat */
     for (int b = 2 * PS_REG_BLOCK; b <= max && b < ow; b += PS_REG_BLOCK) {
         const double c = row_cost64(ow, b);
-        if (c < best_cost && c < 0.97 * row_cost64(ow, w0)) {
+        if (c < best_cost) {
             best = b;
             best_cost = c;
         }
