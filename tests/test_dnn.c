@@ -433,7 +433,8 @@ static void conv_expert_rule(ps_context *ctx)
 
 /* GEMMs, default options (and PS_RANKER_NONE): the expert schedule, with L2
  * band tiles of 8 x 2 kernel blocks where they split over the threads as
- * evenly as single blocks, else the fixed order. Blocks and tiles in the
+ * evenly as single blocks, else the fixed order; where A is read in place,
+ * rows of blocks per thread (gemm_in_place_rule). Blocks and tiles in the
  * user's rows and columns of C, as the schedule speaks (kernel 64 x 48). The
  * context's L3 is made fast (the table's row depends on the CPU): none of
  * these operands exceeds it, so no panels; then slow, where the planner
@@ -445,16 +446,20 @@ static void gemm_default(ps_context *ctx)
     tu_set_l3_speed(ctx, 3);
     static const struct {
         int64_t M, N, K;
-        int row_major, threads, tiled;
+        int row_major, threads;
+        const char *loops; /* NULL: the fixed order */
     } cases[] = {
-        {1024, 1024, 4096, 0, 2, 1}, /* 16 x 22 blocks: 2 x 11 tiles, even */
-        {128, 2048, 4096, 1, 2, 1},  /* 2 x 43 blocks: 1 x 22 tiles, 11 per thread */
-        {768, 128, 4096, 1, 2, 0},   /* 12 x 3 blocks: row tiles of 8 and 4 blocks, 2:1 (measured 0.72x the
-                                        fixed order); in the executor's swapped terms it would look even */
-        {2048, 128, 4096, 1, 4, 1},  /* 32 x 3 blocks: a row tile of 8 blocks per thread */
-        {256, 256, 2048, 1, 2, 0},   /* 4 x 6 blocks: three tiles, 2:1 over two threads */
-        {256, 256, 2048, 1, 1, 1},   /* one thread: nothing to balance */
-        {96, 80, 64, 0, 2, 0},       /* one tile holds all four blocks */
+        {1024, 1024, 4096, 0, 2, ": m:8* n:2* k m n"},  /* 16 x 22 blocks: 2 x 11 tiles, even */
+        {128, 2048, 4096, 1, 2, ": m* n:43* k n"},      /* 2 x 43 blocks, A in place: a row of blocks per thread */
+        {768, 128, 4096, 1, 2, NULL},                    /* 12 x 3 blocks: row tiles of 8 and 4 blocks, 2:1 (measured
+                                                            0.72x the fixed order); in the executor's swapped terms
+                                                            it would look even */
+        {2048, 128, 4096, 1, 4, ": m:8* n:2* k m n"},   /* 32 x 3 blocks: a row tile of 8 blocks per thread */
+        {256, 256, 2048, 1, 2, ": m:2* n:6* k m n"},    /* 4 x 6 blocks, A in place: two rows of blocks per thread
+                                                            (the 8 x 2 tiles: three, 2:1) */
+        {256, 256, 2048, 0, 2, NULL},                    /* column-major: A packed, three 8 x 2 tiles, 2:1 */
+        {1024, 1024, 4096, 0, 1, ": m:8* n:2* k m n"},  /* one thread: nothing to balance */
+        {96, 80, 64, 0, 2, NULL},                        /* one tile holds all four blocks */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ps_desc d;
@@ -469,10 +474,10 @@ static void gemm_default(ps_context *ctx)
         TU_CHECK(!strcmp(got, none), "GEMM %lldx%lldx%lld: default options run '%s', PS_RANKER_NONE '%s'",
                  (long long)cases[i].M, (long long)cases[i].N, (long long)cases[i].K, got, none);
         const char *loops = strchr(got, ':');
-        if (cases[i].tiled)
-            TU_CHECK(loops && !strcmp(loops, ": m:8* n:2* k m n"),
-                     "GEMM %lldx%lldx%lld on %d threads: default options run '%s', want L2 band tiles 'm:8* n:2* k m n'",
-                     (long long)cases[i].M, (long long)cases[i].N, (long long)cases[i].K, cases[i].threads, got);
+        if (cases[i].loops)
+            TU_CHECK(loops && !strcmp(loops, cases[i].loops),
+                     "GEMM %lldx%lldx%lld on %d threads: default options run '%s', want '%s'", (long long)cases[i].M,
+                     (long long)cases[i].N, (long long)cases[i].K, cases[i].threads, got, cases[i].loops);
         else
             TU_CHECK(!strcmp(got, fixed), "GEMM %lldx%lldx%lld on %d threads: default options run '%s', want the fixed "
                      "order '%s'", (long long)cases[i].M, (long long)cases[i].N, (long long)cases[i].K,
@@ -487,7 +492,7 @@ static void gemm_default(ps_context *ctx)
     } slow[] = {
         {1024, 1024, 4096, ": m:16* n:11* k m n"}, /* 16 MiB operands */
         {128, 2048, 4096, ": m:2* n:11* k m n"},   /* B 32 MiB, A 2 MiB */
-        {128, 768, 4096, ": m:8* n:2* k m n"},     /* B 12 MiB: the L2 tiles */
+        {128, 768, 4096, ": m* n:16* k n"},        /* B 12 MiB: no panels; A in place */
     };
     for (size_t i = 0; i < sizeof slow / sizeof slow[0]; i++) {
         ps_desc d;
@@ -526,9 +531,9 @@ static void gemm_panel_rule(void)
          * 43 column blocks cut into 4 tiles of 11; not without panel_bytes,
          * nor below it (16 MiB: 1024 columns, 22 blocks, 2 tiles of 11). */
         {128, 2048, 4096, 2, 32u << 20, 16u << 20, ": m:2* n:11* k m n"},
-        {128, 2048, 4096, 2, 32u << 20, 0, ": m:8* n:2* k m n"},
+        {128, 2048, 4096, 2, 32u << 20, 0, ": m* n:43* k n"},   /* A in place: gemm_in_place_rule */
         {128, 1024, 4096, 2, 32u << 20, 16u << 20, ": m:2* n:11* k m n"},
-        {128, 1024, 4096, 2, 32u << 20, 17u << 20, ": m* n* k"}, /* 8 x 2 tiles would split 6:5 */
+        {128, 1024, 4096, 2, 32u << 20, 17u << 20, ": m* n:22* k n"}, /* A in place: gemm_in_place_rule */
         {320, 3072, 4096, 2, 32u << 20, 16u << 20, ": m:5* n:16* k m n"},     /* 64 column blocks, 4 tiles */
         {4096, 256, 2048, 2, 32u << 20, 16u << 20, ": m:11* n:6* k m n"},     /* A the larger: columns whole, 6 tiles */
     };
@@ -547,6 +552,43 @@ static void gemm_panel_rule(void)
                      cases[i].loops);
         else
             TU_CHECK(loops && !strstr(loops, "m:16*"), "case %zu: expert '%s', want no panel tiles", i, got);
+    }
+}
+
+/* GEMMs whose A the executor reads in place (ps_gemm_a_in_place: at most 4
+ * column blocks of the normalized problem, no transpose, alpha 1) get tiles
+ * with the normalized rows whole and the columns cut per thread (in the
+ * user's terms a row-major GEMM's columns whole and rows cut) where those
+ * split evenly; else the 8 x 2 tiles or the fixed order as before. */
+static void gemm_in_place_rule(void)
+{
+    static const struct {
+        int64_t M, N, K;
+        int row_major, threads;
+        float alpha;
+        const char *loops;
+    } cases[] = {
+        {256, 256, 2048, 1, 2, 1.0f, ": m:2* n:6* k m n"},  /* 4 row blocks, two per thread; the 8 x 2 tiles split 2:1 */
+        {256, 256, 2048, 1, 1, 1.0f, ": m:4* n:6* k m n"},  /* one thread: one tile */
+        {256, 192, 4096, 1, 2, 1.0f, ": m:2* n:4* k m n"},  /* was 8 x 2 tiles (columns cut) */
+        {1024, 192, 2048, 0, 2, 1.0f, ": m:16* n:2* k m n"}, /* column-major: rows whole, 4 column blocks cut */
+        {256, 256, 2048, 0, 2, 1.0f, ": m* n* k"},          /* column-major: 6 column blocks, A packed */
+        {256, 256, 2048, 1, 2, 0.5f, ": m* n* k"},          /* alpha: A packed */
+        {192, 256, 2048, 1, 2, 1.0f, ": m* n* k"},          /* 3 row blocks split 2:1 */
+        {256, 256, 128, 1, 2, 1.0f, ": m* n* k"},           /* B fits in half of L2: the fixed order */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ps_desc d;
+        gemm_shape(&d, cases[i].M, cases[i].N, cases[i].K, cases[i].row_major);
+        d.u.gemm.alpha = cases[i].alpha;
+        ps_schedule *ex = NULL;
+        char got[512] = "";
+        TU_CHECK(ps_schedule_expert(&d, cases[i].threads, 1 << 20, 32u << 20, 0, &ex) == PS_SUCCESS, "expert: %s",
+                 ps_last_error_message());
+        if (ex) ps_schedule_format(ex, PS_OP_GEMM, got, sizeof got, NULL);
+        ps_schedule_destroy(ex);
+        const char *loops = strchr(got, ':');
+        TU_CHECK(loops && !strcmp(loops, cases[i].loops), "case %zu: expert '%s', want '%s'", i, got, cases[i].loops);
     }
 }
 
@@ -599,6 +641,7 @@ int main(int argc, char **argv)
         conv_expert_rule(ctx);
         gemm_default(ctx);
         gemm_panel_rule();
+        gemm_in_place_rule();
         timing(ctx);
         ps_context_destroy(ctx);
     }

@@ -119,6 +119,23 @@ static inline int ps_gemm_panels_pay(const ps_gemm_shape *g, size_t llc_bytes, s
     return panel_bytes && (a > b ? a : b) >= (double)panel_bytes;
 }
 
+/* Most column blocks of C (of the normalized problem) for which the executor
+ * reads A in place instead of packing it: packing costs a full read and
+ * write of A, and with few reuses the kernels read it faster where it is
+ * (measured, row-major, 2 threads: 256x256x2048 (4 column blocks) 318 -> 397
+ * GFLOP/s, 128x2048x4096 (2) 262 -> 282; with 5, 320x3072x4096, packing
+ * still won, 308 to 280). */
+#define PS_GEMM_A_IN_PLACE_MAX_COL_BLOCKS 4
+
+/* Whether the executor's packing pass leaves the normalized A where the user
+ * put it (per-thread panels, where ps_gemm_panels_pay and the schedule suit
+ * them, pack it regardless). Transposes and alpha need the copy: LIBXSMM's
+ * kernels take neither. col_blocks: C's column blocks under the kernel. */
+static inline int ps_gemm_a_in_place(const ps_gemm_shape *g, int64_t col_blocks)
+{
+    return !g->trans_a && g->alpha == 1.0f && col_blocks <= PS_GEMM_A_IN_PLACE_MAX_COL_BLOCKS;
+}
+
 /* Element counts (validated: they fit in int64 and size_t bytes). */
 int64_t ps_conv_src_elems(const ps_conv_shape *s);
 int64_t ps_conv_dst_elems(const ps_conv_shape *s);

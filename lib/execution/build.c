@@ -239,12 +239,8 @@ static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d, size_t llc_bytes,
      * the columns of one block sit lda floats apart and collide in the same
      * cache sets (2048 floats = 8 KiB apart: one L1 set). Packing also
      * applies transposes and alpha, which LIBXSMM's kernels do not take.
-     * Except A when few column blocks reuse it: packing costs a full read and
-     * write of A, and with <= 4 reuses the kernels read it faster in place
-     * (measured, row-major, 2 threads: 256x256x2048 (4 column blocks here)
-     * 318 -> 397 GFLOP/s, 128x2048x4096 (2) 262 -> 282; with 5,
-     * 320x3072x4096, packing still won, 308 to 280). */
-    e->pack_a = g->trans_a || g->alpha != 1.0f || e->ext[PS_DIM_OW] > 4;
+     * Except A when few column blocks reuse it (ps_gemm_a_in_place). */
+    e->pack_a = !ps_gemm_a_in_place(g, e->ext[PS_DIM_OW]);
     e->pack_b = 1;
     /* Per-thread panels where they pay (ps_gemm_panels_pay) and the walk and
      * its tiles reuse each panel: a side the tiles cut has at least

@@ -550,6 +550,34 @@ static int gemm_panel_tiles(const ps_gemm_desc *g, const ps_kernel_shape *ks, in
     return 0;
 }
 
+/* Band tiles for GEMMs whose A the executor reads in place
+ * (ps_gemm_a_in_place): the normalized problem's rows (A's columns) whole,
+ * its few columns cut into one tile per thread, the reduction-chunk loop
+ * outside the tile's block loops. In place, a column of A is read one kernel
+ * block (48-64 floats) per call, lda floats from the next; with the chunk
+ * loop outside, the calls that follow read the rest of the same columns, so
+ * each comes in as one run the prefetchers follow, where the fixed order and
+ * the 8 x 2 tiles jump to other columns between the pieces. In the user's
+ * terms a row-major GEMM keeps its columns whole and cuts its rows (the
+ * normalized problem is its transpose). Intel Xeon VM, 2 threads, medians of
+ * alternating processes (docs/performance.md): row-major 256x256x2048 0.78
+ * ms against 0.89 (fixed order), 256x192x4096 1.29-1.31 against 1.61-1.62
+ * (8 x 2 tiles), 128x288x4096 0.91-0.95 against 1.09-1.12, column-major
+ * 1024x192x2048 3.30-3.32 against 3.62-3.66. Sets *tm, *tn (kernel blocks,
+ * the schedule's terms); 0 when A is packed or the tiles split over the
+ * threads more than 5% less evenly than single blocks. */
+static int gemm_in_place_tiles(const ps_gemm_desc *g, const ps_gemm_shape *shape, const ps_kernel_shape *ks, int nt,
+                               int64_t *tm, int64_t *tn)
+{
+    const int64_t mb = ceil_div(g->M, ks->m), nb = ceil_div(g->N, ks->n);
+    const int64_t col_blocks = shape->swap ? mb : nb; /* the normalized problem's */
+    if (!ps_gemm_a_in_place(shape, col_blocks)) return 0;
+    const int64_t cut = ceil_div(col_blocks, nt);
+    *tm = shape->swap ? cut : mb;
+    *tn = shape->swap ? nb : cut;
+    return 20 * gemm_makespan(g, ks, *tm, *tn, nt) <= 21 * gemm_makespan(g, ks, 1, 1, nt);
+}
+
 ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, size_t llc_bytes, size_t panel_bytes,
                              ps_schedule **out)
 {
@@ -571,7 +599,9 @@ ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
      * fits in half of L2: the fixed order then keeps it there across every
      * row block by itself, and the tiles only scatter C's writes (Intel Xeon,
      * 2 MiB L2, 2048x4096x32 row-major: 3.96 ms tiled, 2.62 fixed; the Zen 5's
-     * 1 MiB L2 holds that B only half over, and the tiles won 1.06x there). */
+     * 1 MiB L2 holds that B only half over, and the tiles won 1.06x there).
+     * Where the executor packs per-thread panels, or reads A in place, other
+     * tiles first (gemm_panel_tiles, gemm_in_place_tiles). */
     int64_t tile_m = 8, tile_n = 2;
     const int nt = nthreads < 1 ? 1 : nthreads;
     const ps_kernel_shape ks = ps_schedule_expert_kernel(desc);
@@ -583,6 +613,9 @@ ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
     int64_t pm, pn;
     if (ps_gemm_panels_pay(&shape, llc_bytes, panel_bytes) && gemm_panel_tiles(g, &ks, nt, &pm, &pn) &&
         20 * gemm_makespan(g, &ks, pm, pn, nt) <= 21 * gemm_makespan(g, &ks, 1, 1, nt)) {
+        tile_m = pm;
+        tile_n = pn;
+    } else if (gemm_in_place_tiles(g, &shape, &ks, nt, &pm, &pn)) {
         tile_m = pm;
         tile_n = pn;
     }
