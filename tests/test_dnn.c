@@ -370,7 +370,7 @@ static void plan_schedule(ps_context *ctx, const ps_desc *d, ps_ranker ranker, i
  * innermost, over a tile of input) when the weights fit in half of L2 and its
  * tiles split evenly over the threads (2 here), else ps_schedule_default's
  * order; 32-channel kernel blocks for spatial filters whose weights per call
- * (64 channels x the call's C blocks x taps) fill a quarter of L2 or more;
+ * (64 channels x the call's C blocks x taps) are 256 KiB or more;
  * with L2 unknown (0) the default schedule. The plans themselves run against
  * the reference in test_schedules (no search, small weights). */
 static void conv_expert_rule(ps_context *ctx)
@@ -383,7 +383,9 @@ static void conv_expert_rule(ps_context *ctx)
         {1, 64, 256, 56, 1, 128 << 10, 1, 0},       /* 64 KiB of weights, exactly half of L2; 28 tiles of 112 */
         {1, 64, 256, 56, 1, (128 << 10) - 4, 0, 0}, /* one float more than half */
         {2, 128, 128, 14, 3, 1 << 20, 0, 1},        /* 576 KiB > 512 KiB; calls of 64 x 128 x 9: 288 KiB */
-        {2, 128, 128, 14, 3, 2 << 20, 1, 0},        /* the same with 2 MiB of L2: half holds it, calls < L2 / 4 */
+        {2, 128, 128, 14, 3, 2 << 20, 1, 1},        /* the same with 2 MiB of L2: half holds it; calls >= 256 KiB */
+        {2, 256, 128, 14, 2, 2 << 20, 1, 1},        /* 2x2, C = 256: calls of exactly 256 KiB */
+        {2, 224, 128, 14, 2, 2 << 20, 1, 0},        /* C = 224 (7 blocks of 32): 224 KiB */
         {2, 64, 64, 14, 3, 1 << 20, 1, 0},          /* 144 KiB, two images */
         {2, 64, 128, 14, 3, 1 << 20, 1, 0},         /* calls of 64 x 64 x 9 = 144 KiB < 256 KiB */
         {2, 3, 64, 14, 3, 1 << 20, 0, 0},           /* merged taps: the default's strips */

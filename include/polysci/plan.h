@@ -49,7 +49,8 @@ typedef enum ps_ranker {
                               ps_schedule_default's fixed loop order (for GEMMs with band tiles
                               of 8 x 2 kernel blocks around the reduction loop, L2 blocking,
                               where those split evenly over the threads and B does not fit
-                              in half of L2) */
+                              in half of L2; per-thread panel tiles for large operands;
+                              whole rows of blocks per thread where A is read in place) */
     PS_RANKER_VOLUME = 4   /* Eq. 1 over estimated data volumes per level instead of
                               working-set sizes (see docs/cost-model.md) */
 } ps_ranker;

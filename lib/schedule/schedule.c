@@ -458,8 +458,15 @@ static int64_t gemm_makespan(const ps_gemm_desc *g, const ps_kernel_shape *ks, i
 }
 
 /* Spatial filters whose weights per kernel call (the 64-channel block x the
- * call's C blocks x R x S taps) fill a quarter of L2 or more run 32-channel
- * blocks: measured beside the 64-channel expert schedule in the alternating
+ * call's C blocks x R x S taps) are 256 KiB or more run 32-channel blocks.
+ * The bound was a quarter of L2, from the Zen 5 VM (1 MiB L2); on the Intel
+ * Xeon VM (2 MiB) the layers with 256-512 KiB calls gain too, old/new binary
+ * (session 18, three rounds, docs/performance.md): alexnet_02 0.88-0.92 ->
+ * 0.95-0.97x oneDNN, alexnet_03, resnet_07 and vgga_03 +2-6%, fastrcnn_10
+ * -2-3% (as on the Zen 5), and there the 32-row kernel also runs faster
+ * alone (polysci-brgemm-ceiling --m 32 --n 27: 453-468 GFLOP/s, --m 64
+ * 404-446), so the bound is in bytes. Measured on the Zen 5 beside the
+ * 64-channel expert schedule in the alternating
  * trials (VM, 2 threads, the 21 such layers of the six sets, same loops):
  * 1.030 / 1.025 / 1.029x at N = 1 (fastrcnn_20 1.20-1.22, vgga_07 1.03-1.08,
  * alexnet_04 1.05-1.06; fastrcnn_10 0.92-1.00 and fastrcnn_13 0.98 lose), ~1.02x
@@ -470,7 +477,7 @@ static int conv_narrow_block(const ps_conv_shape *c, const ps_kernel_shape *ks, 
 {
     const double call_bytes = (double)ks->m * ks->k * ks->batch * c->R * c->S * sizeof(float);
     return l2_bytes && c->R * c->S > 1 && ks->m == 64 && c->K % 32 == 0 && !ps_conv_merges_taps(c) &&
-           4 * call_bytes >= (double)l2_bytes;
+           call_bytes >= 256.0 * 1024;
 }
 
 /* Convs whose filter bank fits in half of L2 run input-stationary: the

@@ -67,9 +67,11 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
  * 8 x 2 kernel blocks with the reduction loop inside them (L2 blocking), or,
  * where panels pay (ps_gemm_panels_pay), tiles spanning the smaller side
  * whole (up to ~1024 elements) and ~528-768 elements of the other, whose
- * panels each thread packs itself, where those tiles split over the threads
- * as evenly as single blocks do; for
- * spatial convs whose weights per kernel call fill a quarter of L2 32-channel
+ * panels each thread packs itself, or, where the executor reads A in place
+ * (ps_gemm_a_in_place), tiles of whole rows of the normalized problem and
+ * one tile of its columns per thread, where those tiles split over the
+ * threads as evenly as single blocks do; for
+ * spatial convs whose weights per kernel call are 256 KiB or more 32-channel
  * kernel blocks instead of 64; for convs whose weights fit in half
  * of L2 the input-stationary order (every output-channel block over a tile
  * of input while it is in cache) where its tiles balance over the threads;

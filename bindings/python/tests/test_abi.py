@@ -100,7 +100,7 @@ def test_plan_options_reach_the_library(ps, ctx):
     default = str(ps.Schedule.default(d))
     assert none.split(" : ")[0] == default.split(" : ")[0] and none.split(" : ")[1] == "n* oh* ow* c k", (none, default)
     # 9 MiB of weights: the fixed-order default schedule's loops; its calls (64 channels x 512 x 9 taps,
-    # 1.1 MiB of weights) fill a quarter of L2 or more on any usual L2, so 32-channel blocks
+    # 1.1 MiB of weights) are 256 KiB or more, so 32-channel blocks
     big = ps.ConvDesc(N=1, C=512, K=512, H=7, W=7, R=3, S=3, padding=1)
     got, want = str(ctx.plan(big, ranker="none", cache=False).schedule), str(ps.Schedule.default(big))
     assert got.split(" : ")[1] == want.split(" : ")[1], (got, want)
