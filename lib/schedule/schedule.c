@@ -473,11 +473,12 @@ static int64_t gemm_makespan(const ps_gemm_desc *g, const ps_kernel_shape *ks, i
  * at N = 2. In isolation the two kernels run alike (polysci-brgemm-ceiling,
  * weights in L2: 434-443 GFLOP/s), so the gain is in the layer's data flow.
  * 1x1 convs lose with it (0.82-1.00: resnet_14/19, fastrcnn_26/27). */
+#define PS_NARROW_MIN_CALL_BYTES (256u << 10)
 static int conv_narrow_block(const ps_conv_shape *c, const ps_kernel_shape *ks, size_t l2_bytes)
 {
     const double call_bytes = (double)ks->m * ks->k * ks->batch * c->R * c->S * sizeof(float);
     return l2_bytes && c->R * c->S > 1 && ks->m == 64 && c->K % 32 == 0 && !ps_conv_merges_taps(c) &&
-           call_bytes >= 256.0 * 1024;
+           call_bytes >= (double)PS_NARROW_MIN_CALL_BYTES;
 }
 
 /* Convs whose filter bank fits in half of L2 run input-stationary: the
@@ -571,8 +572,7 @@ static int gemm_panel_tiles(const ps_gemm_desc *g, const ps_kernel_shape *ks, in
  * ms against 0.89 (fixed order), 256x192x4096 1.29-1.31 against 1.61-1.62
  * (8 x 2 tiles), 128x288x4096 0.91-0.95 against 1.09-1.12, column-major
  * 1024x192x2048 3.30-3.32 against 3.62-3.66. Sets *tm, *tn (kernel blocks,
- * the schedule's terms); 0 when A is packed or the tiles split over the
- * threads more than 5% less evenly than single blocks. */
+ * the schedule's terms); 0 when A is packed. */
 static int gemm_in_place_tiles(const ps_gemm_desc *g, const ps_gemm_shape *shape, const ps_kernel_shape *ks, int nt,
                                int64_t *tm, int64_t *tn)
 {
@@ -582,7 +582,15 @@ static int gemm_in_place_tiles(const ps_gemm_desc *g, const ps_gemm_shape *shape
     const int64_t cut = ceil_div(col_blocks, nt);
     *tm = shape->swap ? cut : mb;
     *tn = shape->swap ? nb : cut;
-    return 20 * gemm_makespan(g, ks, *tm, *tn, nt) <= 21 * gemm_makespan(g, ks, 1, 1, nt);
+    return 1;
+}
+
+/* Whether tiles of tm x tn kernel blocks split over nt threads within 5% as
+ * evenly as single blocks do (even: gemm_makespan of single blocks). */
+static int gemm_tiles_even(const ps_gemm_desc *g, const ps_kernel_shape *ks, int nt, int64_t even, int64_t tm,
+                           int64_t tn)
+{
+    return 20 * gemm_makespan(g, ks, tm, tn, nt) <= 21 * even;
 }
 
 ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, size_t llc_bytes, size_t panel_bytes,
@@ -609,7 +617,6 @@ ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
      * 1 MiB L2 holds that B only half over, and the tiles won 1.06x there).
      * Where the executor packs per-thread panels, or reads A in place, other
      * tiles first (gemm_panel_tiles, gemm_in_place_tiles). */
-    int64_t tile_m = 8, tile_n = 2;
     const int nt = nthreads < 1 ? 1 : nthreads;
     const ps_kernel_shape ks = ps_schedule_expert_kernel(desc);
     const ps_gemm_desc *g = &desc->u.gemm;
@@ -617,17 +624,21 @@ ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
     ps_gemm_shape_of(g, &shape);
     if (l2_bytes && 2.0 * (double)g->K * (double)g->N * sizeof(float) < (double)l2_bytes)
         return ps_schedule_default(desc, out);
-    int64_t pm, pn;
-    if (ps_gemm_panels_pay(&shape, llc_bytes, panel_bytes) && gemm_panel_tiles(g, &ks, nt, &pm, &pn) &&
-        20 * gemm_makespan(g, &ks, pm, pn, nt) <= 21 * gemm_makespan(g, &ks, 1, 1, nt)) {
-        tile_m = pm;
-        tile_n = pn;
-    } else if (gemm_in_place_tiles(g, &shape, &ks, nt, &pm, &pn)) {
-        tile_m = pm;
-        tile_n = pn;
+    /* The first of these tilings that splits evenly: panel tiles, in-place
+     * tiles, 8 x 2; none: the fixed order. */
+    const int64_t even = gemm_makespan(g, &ks, 1, 1, nt);
+    int64_t tile_m, tile_n;
+    int found = ps_gemm_panels_pay(&shape, llc_bytes, panel_bytes) && gemm_panel_tiles(g, &ks, nt, &tile_m, &tile_n) &&
+                gemm_tiles_even(g, &ks, nt, even, tile_m, tile_n);
+    if (!found)
+        found = gemm_in_place_tiles(g, &shape, &ks, nt, &tile_m, &tile_n) &&
+                gemm_tiles_even(g, &ks, nt, even, tile_m, tile_n);
+    if (!found) {
+        tile_m = 8;
+        tile_n = 2;
+        found = gemm_tiles_even(g, &ks, nt, even, tile_m, tile_n);
     }
-    if (20 * gemm_makespan(g, &ks, tile_m, tile_n, nt) > 21 * gemm_makespan(g, &ks, 1, 1, nt))
-        return ps_schedule_default(desc, out);
+    if (!found) return ps_schedule_default(desc, out);
     ps_schedule *s;
     if ((st = ps_schedule_create(ks.m, ks.n, ks.k, ks.batch, &s))) return st;
     /* A side of one block (panel tiles spanning it whole) has no block loop
