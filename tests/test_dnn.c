@@ -510,8 +510,9 @@ static void gemm_default(ps_context *ctx)
 
 /* GEMMs whose operands both exceed the last-level cache, or whose larger
  * operand reaches panel_bytes (ps_gemm_panels_pay), get large band tiles (the
- * smaller side whole, the other cut per thread) whose panels the executor
- * packs per thread; the others keep the 8 x 2 L2 tiles. */
+ * smaller side whole, or in equal tiles of at most 1024 elements, the other
+ * cut per thread) whose panels the executor packs per thread; the others keep
+ * the 8 x 2 L2 tiles. */
 static void gemm_panel_rule(void)
 {
     static const struct {
@@ -526,7 +527,8 @@ static void gemm_panel_rule(void)
         {1024, 1024, 32768, 2, 256u << 20, 0, ": m:8* n:2* k m n"},            /* operands fit */
         {1024, 1024, 32768, 2, 256u << 20, 128u << 20, ": m:16* n:11* k m n"}, /* fit, but reach panel_bytes */
         {2048, 2048, 2048, 2, 32u << 20, 0, ": m:8* n:2* k m n"},              /* 16 MiB operands fit */
-        {2048, 2048, 2048, 2, 32u << 20, 16u << 20, ": m:8* n:2* k m n"},      /* 32 row blocks: too many to span */
+        {2048, 2048, 2048, 2, 32u << 20, 16u << 20, ": m:16* n:11* k m n"},    /* 32 row blocks: two tiles of 16 */
+        {4096, 4096, 4096, 2, 32u << 20, 0, ": m:16* n:15* k m n"},            /* 64 row blocks: 4 tiles; 86 columns: 6 */
         {1024, 1024, 32768, 16, 32u << 20, 0, NULL},                           /* tiles of 2 column blocks: too few */
         {4096, 1000, 32768, 2, 32u << 20, 0, ": m:11* n:21* k m n"},           /* columns whole (21 blocks), 64 row blocks */
         /* One large operand (B, 32 MiB): rows whole although only 2 blocks,

@@ -530,29 +530,31 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
 
 /* Band tiles for GEMMs whose panels each thread packs itself
  * (ps_gemm_panels_pay): the smaller of the user's row and column extents
- * whole (at most ~1024 elements), the other cut into one tile per thread or a
- * multiple (at most ~768 elements), so the larger operand is packed once in
- * all, the smaller once per tile, and each chunk's panels are used by every
- * block of the tile. On 1024x1024x32768 (VM, 2 threads, alternating trials
- * in one process) 1024 x 528 tiles ran at 0.91-0.96x dnnl_sgemm, the 8 x 2
- * tiles with a packing pass at 0.74-0.83x; on 128x2048x4096 (Xeon VM) the
- * 128 x 528 tiles 7.6 ms, 128 x 384 tiles (three per thread, 24:19 blocks)
- * 8.9. The cut side needs PS_GEMM_PANEL_MIN_BLOCKS blocks for the executor
- * to use panels. Sets *tm, *tn (kernel blocks); 0 when no such tiling
- * exists. */
+ * whole where it has at most ~1024 elements, else in equal tiles of at most
+ * that, the other cut into one tile per thread or a multiple (at most ~768
+ * elements), so each chunk's panels are used by every block of the tile
+ * while they are in cache. On 1024x1024x32768 (VM, 2 threads, alternating
+ * trials in one process) 1024 x 528 tiles ran at 0.91-0.96x dnnl_sgemm, the
+ * 8 x 2 tiles with a packing pass at 0.74-0.83x; on 128x2048x4096 (Xeon VM)
+ * the 128 x 528 tiles 7.6 ms, 128 x 384 tiles (three per thread, 24:19
+ * blocks) 8.9; on 2048x2048x2048 (Xeon VM, old/new binary, 4 rounds) 1024 x
+ * 528 tiles 0.84-0.87x dnnl_sgemm, the 8 x 2 tiles with the pass 0.77-0.83x.
+ * A side cut needs PS_GEMM_PANEL_MIN_BLOCKS blocks for the executor to use
+ * panels. Sets *tm, *tn (kernel blocks); 0 when no such tiling exists. */
 static int gemm_panel_tiles(const ps_gemm_desc *g, const ps_kernel_shape *ks, int nt, int64_t *tm, int64_t *tn)
 {
     const int64_t mb = ceil_div(g->M, ks->m), nb = ceil_div(g->N, ks->n);
     const int rows_whole = g->M <= g->N;
     const int64_t whole = rows_whole ? mb : nb, cut = rows_whole ? nb : mb;
     const int64_t whole_cap = 1024 / (rows_whole ? ks->m : ks->n), cut_cap = 768 / (rows_whole ? ks->n : ks->m);
-    if (whole > whole_cap) return 0;
+    const int64_t whole_tile = ceil_div(whole, ceil_div(whole, whole_cap));
+    if (whole_tile < whole && whole_tile < PS_GEMM_PANEL_MIN_BLOCKS) return 0;
     for (int64_t j = 1; j <= cut; j++) {
         const int64_t t = ceil_div(cut, nt * j);
         if (t > cut_cap) continue;
         if (t < PS_GEMM_PANEL_MIN_BLOCKS) return 0;
-        *tm = rows_whole ? whole : t;
-        *tn = rows_whole ? t : whole;
+        *tm = rows_whole ? whole_tile : t;
+        *tn = rows_whole ? t : whole_tile;
         return 1;
     }
     return 0;
