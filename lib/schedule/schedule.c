@@ -547,8 +547,8 @@ static int gemm_panel_tiles(const ps_gemm_desc *g, const ps_kernel_shape *ks, in
     const int rows_whole = g->M <= g->N;
     const int64_t whole = rows_whole ? mb : nb, cut = rows_whole ? nb : mb;
     const int64_t whole_cap = 1024 / (rows_whole ? ks->m : ks->n), cut_cap = 768 / (rows_whole ? ks->n : ks->m);
+    /* At least half the cap (>= 8 blocks for kernels of <= 64): panels stay on. */
     const int64_t whole_tile = ceil_div(whole, ceil_div(whole, whole_cap));
-    if (whole_tile < whole && whole_tile < PS_GEMM_PANEL_MIN_BLOCKS) return 0;
     for (int64_t j = 1; j <= cut; j++) {
         const int64_t t = ceil_div(cut, nt * j);
         if (t > cut_cap) continue;
