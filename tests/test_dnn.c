@@ -368,8 +368,9 @@ static void plan_schedule(ps_context *ctx, const ps_desc *d, ps_ranker ranker, i
 
 /* The expert's conv rules: input-stationary loops (every output-channel block
  * innermost, over a tile of input) when the weights fit in half of L2 and its
- * tiles split evenly over the threads (2 here), else ps_schedule_default's
- * order; 32-channel kernel blocks for spatial filters whose weights per call
+ * tiles split evenly over the threads (2 here), or with the output-channel
+ * loop parallel too (stationary = 2) where the tiles do not and the weights
+ * fit in a quarter of L2, else ps_schedule_default's order; 32-channel kernel blocks for spatial filters whose weights per call
  * (64 channels x the call's C blocks x taps) are 256 KiB or more;
  * with L2 unknown (0) the default schedule. The plans themselves run against
  * the reference in test_schedules (no search, small weights). */
@@ -391,7 +392,11 @@ static void conv_expert_rule(ps_context *ctx)
         {2, 3, 64, 14, 3, 1 << 20, 0, 0},           /* merged taps: the default's strips */
         {1, 64, 256, 14, 1, 0, 0, 0},               /* L2 unknown */
         {1, 128, 128, 14, 3, 0, 0, 0},              /* L2 unknown: no narrow blocks either */
-        {1, 256, 512, 14, 1, 1 << 20, 0, 0},        /* mobilenet_07 at N = 1: 512 KiB, but 7 tiles for 2 threads */
+        {1, 256, 512, 14, 1, 1 << 20, 0, 0},        /* mobilenet_07 at N = 1: 512 KiB, 7 tiles for 2 threads */
+        {1, 256, 512, 14, 1, 2 << 20, 2, 0},        /* the same, 2 MiB of L2: a quarter holds it; channels shared */
+        {1, 256, 512, 14, 1, (2 << 20) - 4, 0, 0},  /* one float less than four times the weights */
+        {1, 256, 1024, 14, 1, 4 << 20, 2, 0},       /* resnet_13 at N = 1 with 4 MiB of L2 */
+        {1, 256, 1024, 14, 1, 2 << 20, 0, 0},       /* ... with 2 MiB: 1 MiB of weights, half of L2 */
         {2, 256, 512, 14, 1, 1 << 20, 1, 0},        /* the same, two images: 14 tiles */
         {1, 2048, 512, 7, 1, 1 << 20, 0, 0},        /* 1x1, calls of 512 KiB: 1x1 keeps 64 channels */
     };
@@ -411,10 +416,10 @@ static void conv_expert_rule(ps_context *ctx)
         TU_CHECK(loops && dloops && (size_t)(loops - got) == strlen(want_kernel) &&
                      !strncmp(got, want_kernel, strlen(want_kernel)),
                  "case %zu: expert '%s', want the kernel '%s' (default '%s')", i, got, want_kernel, dflt);
-        if (cases[i].stationary)
-            TU_CHECK(loops && !strcmp(loops, ": n* oh* ow* c k"), "case %zu: expert '%s', want ': n* oh* ow* c k'", i,
-                     got);
-        else
+        if (cases[i].stationary) {
+            const char *want = cases[i].stationary == 2 ? ": n* oh* ow* k* c" : ": n* oh* ow* c k";
+            TU_CHECK(loops && !strcmp(loops, want), "case %zu: expert '%s', want '%s'", i, got, want);
+        } else
             TU_CHECK(loops && dloops && !strcmp(loops, dloops), "case %zu: expert '%s', want the default's loops ('%s')",
                      i, got, dflt);
         ps_schedule_destroy(ex);

@@ -245,6 +245,17 @@ static int make_cases(op_case *cs)
         "64x19x32/5 : n* k* ow c",
         NULL}};
     n++;
+    /* S: 1x1, one image of 9 x 7 pixels, K = 200 (three 64-channel blocks
+     * and one of 8), bias + ReLU: three 21-column tiles do not split over 2
+     * threads, so the expert shares the output-channel blocks between them
+     * too (n* oh* ow* k* c); test_default runs that plan on 2 threads. */
+    cs[n] = (op_case){"conv S 1x1 shared channels", conv_desc(1, 160, 200, 9, 7, 1, 1), {
+        "64x21x32/5 : n* oh* ow* k* c",
+        "64x21x32/2 : n* oh* ow* k* c",
+        "64x21x32/5 : n* oh* ow* c k",
+        NULL}};
+    cs[n].desc.u.conv.post_ops = PS_POST_BIAS | PS_POST_RELU;
+    n++;
     return n;
 }
 
@@ -482,6 +493,18 @@ static void test_default(ps_context *ctx, ps_context *small_l2, const op_case *o
         TU_CHECK(!strncmp(text, "32x112x", 7), "%s: expert schedule '%s' has no 112-column blocks", oc->name, text);
     run_and_check(ctx, oc, o, ps_plan_get_schedule(p), 1, text);
     ps_plan_destroy(p);
+    if (strstr(oc->name, "shared channels")) {
+        /* on 2 threads the tiles are uneven: channel blocks shared too */
+        p = NULL;
+        po.num_threads = 2;
+        TU_OK(ps_plan_create(ctx, &oc->desc, &po, &p));
+        if (!p) return;
+        TU_OK(ps_schedule_format(ps_plan_get_schedule(p), kind, text, sizeof text, NULL));
+        TU_CHECK(!strcmp(text, "64x21x32/5 : n* oh* ow* k* c"), "%s: expert schedule on 2 threads '%s'", oc->name,
+                 text);
+        run_and_check(ctx, oc, o, ps_plan_get_schedule(p), 2, text);
+        ps_plan_destroy(p);
+    }
 }
 
 /* Few-channel convs whose taps merge walk column strips (ow outside oh) in

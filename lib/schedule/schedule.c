@@ -489,13 +489,20 @@ static int conv_narrow_block(const ps_conv_shape *c, const ps_kernel_shape *ks, 
  * Measured on the VM (2 threads, that order beside the fixed one in the
  * alternating trials, all 75 layers of the six shared sets): weights
  * <= 512 KiB, 37 layers: 1.042x at N = 1 (0.905-1.175), 1.022x at N = 2
- * (0.976-1.076); 1-2 MiB: 0.51-1.05x; larger: 0.50-1.02x. Two conditions
- * more: the tiles must split over the threads within 5% as evenly as the
- * fixed order's (tiles x output-channel blocks) do (mobilenet_07 at N = 1,
- * 7 tiles for 2 threads, ran at 0.905 and 0.917), and convs with merged
- * taps keep the default's walk (strips for N >= 2; resnet_00 at N = 2 ran
- * rows at 0.975-1.012x of strips in four runs). ResNet-50 at N = 1 (the
- * one-image default) then: 1.02x the fixed order (docs/performance.md). */
+ * (0.976-1.076); 1-2 MiB: 0.51-1.05x; larger: 0.50-1.02x. Convs with
+ * merged taps keep the default's walk (strips for N >= 2; resnet_00 at N = 2
+ * ran rows at 0.975-1.012x of strips in four runs). ResNet-50 at N = 1 (the
+ * one-image default) then: 1.02x the fixed order (docs/performance.md).
+ * Where the tiles do not split over the threads within 5% as evenly as the
+ * fixed order's (tiles x output-channel blocks) do (mobilenet_07 at N = 1, 7
+ * tiles for 2 threads, ran at 0.905 and 0.917), the output-channel loop is
+ * parallel too, outside the reduction: the threads split (tile, channel
+ * block) pairs, one tile at most shared between two. Measured on the Xeon VM
+ * (2 MiB L2, N = 1, old/new binary, four rounds; session 20): weights up to
+ * a quarter of L2 gain 3-9% over the fixed order (fastrcnn_14, mobilenet_05,
+ * mobilenet_07, resnet_08), 1 MiB lose 1-1.5% (resnet_13, resnet_14,
+ * mobilenet_08: the fixed order's threads hold half of them each), so those
+ * keep the fixed order. */
 static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, ps_schedule **out)
 {
     ps_conv_shape c;
@@ -514,16 +521,21 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
     int64_t ext[PS_DIM_COUNT];
     ps_tile_space_extents(desc, &ks, ext);
     const int64_t nt = nthreads < 1 ? 1 : nthreads, tiles = ext[PS_DIM_N] * ext[PS_DIM_OH] * ext[PS_DIM_OW];
-    if (20 * ceil_div(tiles, nt) * ext[PS_DIM_K] > 21 * ceil_div(tiles * ext[PS_DIM_K], nt))
-        return ps_schedule_default(desc, out);
+    const int uneven = 20 * ceil_div(tiles, nt) * ext[PS_DIM_K] > 21 * ceil_div(tiles * ext[PS_DIM_K], nt);
+    if (uneven && 4 * weight_bytes > (double)l2_bytes) return ps_schedule_default(desc, out);
     ps_schedule *s;
     ps_status st = ps_schedule_create(ks.m, ks.n, ks.k, ks.batch, &s);
     if (st) return st;
     ps_schedule_add_loop(s, PS_DIM_N, 1, 1);
     ps_schedule_add_loop(s, PS_DIM_OH, 1, 1);
     ps_schedule_add_loop(s, PS_DIM_OW, 1, 1);
-    ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
-    ps_schedule_add_loop(s, PS_DIM_K, 1, 0);
+    if (uneven) {
+        ps_schedule_add_loop(s, PS_DIM_K, 1, 1);
+        ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
+    } else {
+        ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
+        ps_schedule_add_loop(s, PS_DIM_K, 1, 0);
+    }
     *out = s;
     return PS_SUCCESS;
 }

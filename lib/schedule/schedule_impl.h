@@ -74,8 +74,10 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
  * spatial convs whose weights per kernel call are 256 KiB or more 32-channel
  * kernel blocks instead of 64; for convs whose weights fit in half
  * of L2 the input-stationary order (every output-channel block over a tile
- * of input while it is in cache) where its tiles balance over the threads;
- * else ps_schedule_default's order.
+ * of input while it is in cache) where its tiles balance over the threads,
+ * or, where they do not and the weights fit in a quarter of L2, with the
+ * output-channel blocks shared between the threads too; else
+ * ps_schedule_default's order.
  * l2_bytes = 0 (unknown): no conv rule. On success *out is the caller's. */
 ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, size_t llc_bytes, size_t panel_bytes,
                              ps_schedule **out);
