@@ -66,8 +66,8 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
  * search: ps_schedule_default's kernel, and as loops: for GEMMs band tiles of
  * 8 x 2 kernel blocks with the reduction loop inside them (L2 blocking), or,
  * where panels pay (ps_gemm_panels_pay), tiles spanning the smaller side
- * whole (up to ~1024 elements) and ~528-768 elements of the other, whose
- * panels each thread packs itself, or, where the executor reads A in place
+ * whole (up to ~1024 elements; a longer one in equal tiles of at most that)
+ * and ~528-768 elements of the other, whose panels each thread packs itself, or, where the executor reads A in place
  * (ps_gemm_a_in_place), tiles of whole rows of the normalized problem and
  * one tile of its columns per thread, where those tiles split over the
  * threads as evenly as single blocks do; for
