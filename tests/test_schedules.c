@@ -256,6 +256,29 @@ static int make_cases(op_case *cs)
         NULL}};
     cs[n].desc.u.conv.post_ops = PS_POST_BIAS | PS_POST_RELU;
     n++;
+    /* T: 3x3, K = 13 (one block LIBXSMM would run in passes of 8, 4 and 1
+     * rows): the kernels run 16 rows into a scratch block the executor adds
+     * into the output (ps_exec_kernel_rows). Blocks of 6 (padded to 8) and a
+     * last one of 1 (not padded); 5, 5, 3 (8 and 4) with 16 + 4 channels, so
+     * a padded block accumulates over two reduction chunks and a tail. */
+    cs[n] = (op_case){"conv T 3x3 K=13 padded rows", conv_desc(2, 20, 13, 9, 7, 3, 3), {
+        "13x7x20/1 : n* oh* ow* c k",
+        "13x7x8/2 : n* k* oh* ow* c",
+        "6x7x8/2 : n* oh* ow* c k",
+        "5x4x16/1 : n* k* oh* ow* c",
+        NULL}};
+    same_pad_bias_relu(&cs[n].desc);
+    n++;
+    /* U: a few-channel first layer (merged taps, 2 tap phases) with K = 6
+     * output channels: padded to 8 rows, each phase through the scratch. */
+    cs[n] = (op_case){"conv U 7x7/2 C=3 K=6 padded rows", conv_desc(2, 3, 6, 23, 23, 7, 7), {
+        "6x12x3/1 : n* oh* ow* c k",
+        "5x6x3/1 : n* k* ow* oh* c",
+        NULL}};
+    cs[n].desc.u.conv.stride_h = cs[n].desc.u.conv.stride_w = 2;
+    cs[n].desc.u.conv.pad_top = cs[n].desc.u.conv.pad_bottom = 3;
+    cs[n].desc.u.conv.pad_left = cs[n].desc.u.conv.pad_right = 3;
+    n++;
     return n;
 }
 
@@ -492,6 +515,21 @@ static void test_default(ps_context *ctx, ps_context *small_l2, const op_case *o
     if (strstr(oc->name, "wide per-tap"))
         TU_CHECK(!strncmp(text, "32x112x", 7), "%s: expert schedule '%s' has no 112-column blocks", oc->name, text);
     run_and_check(ctx, oc, o, ps_plan_get_schedule(p), 1, text);
+    if (strstr(oc->name, "padded rows")) {
+        /* The expert's one block of K < 16 channels packs as many weights
+         * as a block of the padded size (K = 13, 6 -> 16, 8 rows). */
+        ps_desc padded = oc->desc;
+        padded.u.conv.K = oc->desc.u.conv.K > 8 ? 16 : 8;
+        ps_plan *q = NULL;
+        size_t got_bytes = 0, want_bytes = 0;
+        TU_OK(ps_plan_create(ctx, &padded, &po, &q));
+        TU_OK(ps_plan_packed_weights_size(p, &got_bytes));
+        if (q) TU_OK(ps_plan_packed_weights_size(q, &want_bytes));
+        TU_CHECK(got_bytes == want_bytes && want_bytes > 0,
+                 "%s: packed weights %zu bytes, want %zu (the block padded to %lld rows)", oc->name, got_bytes,
+                 want_bytes, (long long)padded.u.conv.K);
+        ps_plan_destroy(q);
+    }
     ps_plan_destroy(p);
     if (strstr(oc->name, "shared channels")) {
         /* on 2 threads the tiles are uneven: channel blocks shared too */

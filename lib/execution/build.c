@@ -10,6 +10,12 @@ static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
+int64_t ps_exec_kernel_rows(int64_t m)
+{
+    if (m >= 16 || m == 1 || m == 4 || m == 8) return m;
+    return m < 4 ? 4 : m < 8 ? 8 : 16;
+}
+
 /* Floor division for possibly negative numerators. */
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
@@ -45,11 +51,15 @@ static ps_status dispatch(ps_brgemm *out, int64_t m, int64_t n, int64_t k, int64
  * remainder reduction block; variants for blocks that do not exist stay NULL.
  * stream: the calls of this set are their blocks' only writes and the plan
  * streams its output (ps_exec.stream_out): add the streaming variants. */
+/* Kernels of a padded block (m_rows above its real rows) write the
+ * executor's scratch block: ldc = m_rows, never streamed. */
 static ps_status dispatch_set(ps_kernel_set *ks, const ps_exec *e, int64_t n, int64_t k_mult, int64_t lda_full,
                               int64_t lda_tail, int64_t ldb, int64_t ldc, int stream)
 {
-    const int64_t ms[2] = {e->ks.m, e->m_tail}, kk[2] = {e->ks.k * k_mult, e->k_tail * k_mult};
+    const int64_t ms[2] = {e->m_rows[0], e->m_rows[1]}, kk[2] = {e->ks.k * k_mult, e->k_tail * k_mult};
     const int64_t ldas[2] = {lda_full, lda_tail};
+    const int padded[2] = {e->m_rows[0] != e->ks.m, e->m_rows[1] != e->m_tail};
+    const int64_t ldcs[2] = {padded[0] ? ms[0] : ldc, padded[1] ? ms[1] : ldc};
     const int need_m[2] = {e->ext[PS_DIM_K] > 1, 1}, need_k[2] = {e->k_full_blocks > 0, e->k_tail > 0};
     ps_status st;
     memset(ks, 0, sizeof *ks);
@@ -57,12 +67,12 @@ static ps_status dispatch_set(ps_kernel_set *ks, const ps_exec *e, int64_t n, in
         for (int kt = 0; kt < 2; kt++)
             for (int beta = 0; beta < 2; beta++)
                 if (need_m[mt] && need_k[kt] &&
-                    (st = dispatch(&ks->fn[mt][kt][beta], ms[mt], n, kk[kt], ldas[mt], ldb, ldc,
+                    (st = dispatch(&ks->fn[mt][kt][beta], ms[mt], n, kk[kt], ldas[mt], ldb, ldcs[mt],
                                    beta ? C_ACCUMULATE : C_OVERWRITE)))
                     return st;
     for (int mt = 0; mt < 2; mt++)
         for (int kt = 0; kt < 2; kt++)
-            if (stream && need_m[mt] && need_k[kt] && ms[mt] % 16 == 0 && ldc % 16 == 0 &&
+            if (stream && need_m[mt] && need_k[kt] && !padded[mt] && ms[mt] % 16 == 0 && ldc % 16 == 0 &&
                 (st = dispatch(&ks->stream[mt][kt], ms[mt], n, kk[kt], ldas[mt], ldb, ldc, C_STREAM)))
                 return st;
     return PS_SUCCESS;
@@ -85,6 +95,8 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d, size_t stream_byt
     e->post_ops = d->post_ops;
     e->nchw = d->layout == PS_LAYOUT_NCHW;
     e->m_tail = c->K - (e->ext[PS_DIM_K] - 1) * e->ks.m;
+    e->m_rows[0] = ps_exec_kernel_rows(e->ks.m);
+    e->m_rows[1] = ps_exec_kernel_rows(e->m_tail);
     e->k_full_blocks = c->C / e->ks.k;
     e->k_tail = c->C % e->ks.k;
     e->k_blocks = ceil_div(c->C, e->ks.k);
@@ -185,14 +197,14 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d, size_t stream_byt
             if (e->merge_taps) {
                 const int64_t q = e->tap_phases, taps = sg->s_hi - sg->s_lo;
                 sg->wide_phases = sg->width % q ? sg->width % q : q;
-                if ((st = dispatch_set(&sg->kernels, e, ceil_div(sg->width, q), taps, e->ks.m, e->m_tail, q * ldb,
+                if ((st = dispatch_set(&sg->kernels, e, ceil_div(sg->width, q), taps, e->m_rows[0], e->m_rows[1], q * ldb,
                                        q * ldc, sole)))
                     return st;
                 if (sg->width % q && sg->width / q > 0 &&
-                    (st = dispatch_set(&sg->kernels_narrow, e, sg->width / q, taps, e->ks.m, e->m_tail, q * ldb,
+                    (st = dispatch_set(&sg->kernels_narrow, e, sg->width / q, taps, e->m_rows[0], e->m_rows[1], q * ldb,
                                        q * ldc, sole)))
                     return st;
-            } else if ((st = dispatch_set(&sg->kernels, e, sg->width, 1, e->ks.m, e->m_tail, ldb, ldc, sole))) {
+            } else if ((st = dispatch_set(&sg->kernels, e, sg->width, 1, e->m_rows[0], e->m_rows[1], ldb, ldc, sole))) {
                 return st;
             }
         }
@@ -229,6 +241,8 @@ static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d, size_t llc_bytes,
     ps_gemm_shape_of(d, &e->gemm);
     const ps_gemm_shape *g = &e->gemm;
     e->m_tail = g->M - (e->ext[PS_DIM_K] - 1) * e->ks.m;
+    e->m_rows[0] = e->ks.m; /* not padded: A may be read in place */
+    e->m_rows[1] = e->m_tail;
     e->n_tail = g->N - (e->ext[PS_DIM_OW] - 1) * e->ks.n;
     e->k_full_blocks = g->K / e->ks.k;
     e->k_tail = g->K % e->ks.k;

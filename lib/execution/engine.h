@@ -51,6 +51,11 @@ typedef struct ps_exec {
     int nthreads;
     int64_t batch_cap;         /* most batch entries one kernel call can have */
     int64_t m_tail;            /* size of the last output-channel block (may equal m) */
+    int64_t m_rows[2];         /* rows the kernels of a full / the last output-channel block
+                                  compute: m / m_tail, or (conv) that padded up to a size
+                                  LIBXSMM runs in one pass (ps_exec_kernel_rows); padded
+                                  blocks' weights carry zero rows and their calls write a
+                                  per-thread scratch block the executor adds into the output */
     int64_t k_tail;            /* size of the remainder reduction block, 0 if none */
     int64_t k_full_blocks;     /* reduction blocks of full size k */
     int64_t k_blocks;          /* all reduction blocks (full + remainder) */
@@ -108,11 +113,20 @@ typedef struct ps_exec {
 ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads, const ps_machine *m);
 void ps_exec_release(ps_exec *e);
 
+/* Rows a kernel for an m-row block computes. LIBXSMM 1.17 builds a block
+ * of fewer than 16 rows (f32) from passes of 8, 4 and 1 rows, each over
+ * the whole reduction, so 5 rows take two passes and 15 take five; one
+ * column reduced over 1024 (polysci-brgemm-ceiling --m M --n 1 --k 64
+ * --batch 16, Xeon VM): 1.0 us at m = 4, 8 or 16, 2.0 at 5, 9 or 12, 4.0
+ * at 7, 5.0 at 15. Such blocks run padded to the one-pass size above. */
+int64_t ps_exec_kernel_rows(int64_t m);
+
 /* Workspace bytes an execution needs (scratch address lists included). */
 size_t ps_exec_workspace_bytes(const ps_exec *e);
 
 /* Packed-weight layout (conv): per output-channel block of size mk, for r, s,
- * c, the mk consecutive output channels. */
+ * c, the mk consecutive output channels, then zeros up to the block's
+ * m_rows (where its kernels are padded). */
 int64_t ps_exec_packed_weight_elems(const ps_exec *e);
 void ps_exec_pack_weights(const ps_exec *e, ps_weight_layout layout, const float *w, float *packed);
 

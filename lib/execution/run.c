@@ -27,6 +27,7 @@ typedef struct tile_ctx {
                                    kernels overwrite entries (checked: a call changed
                                    4 of its 8 entries) */
     gemm_panel *panel;           /* this thread's panels (ps_exec.panels), else NULL */
+    float *cpad;                 /* conv: m_rows x n scratch block of padded kernels (ps_exec.m_rows) */
     int stream;                  /* ps_exec.stream_out and the output is 64-byte aligned */
 } tile_ctx;
 
@@ -73,6 +74,36 @@ static void epilogue(float *c, int64_t m, int64_t n, int64_t ldc, const float *b
     }
 }
 
+/* A padded kernel's result (m of its rows, n columns ls apart) into the
+ * output block c (columns ldc apart): stored, or added where the kernel
+ * would have accumulated. */
+static void merge_padded(float *c, int64_t ldc, const float *s, int64_t ls, int64_t m, int64_t n, int accumulate)
+{
+    for (int64_t j = 0; j < n; j++) {
+        float *col = c + j * ldc;
+        const float *src = s + j * ls;
+        if (accumulate)
+            for (int64_t i = 0; i < m; i++) col[i] += src[i];
+        else
+            memcpy(col, src, (size_t)m * sizeof *col);
+    }
+}
+
+/* One kernel call of a conv into C block ct (columns ldc apart, n of them),
+ * through the scratch block where the block's kernels are padded. */
+static void conv_call(const tile_ctx *t, const ps_kernel_set *ks, int mt, int part, int beta, float *ct, int64_t ldc,
+                      int64_t n, unsigned long long *cnt)
+{
+    const ps_exec *e = t->e;
+    const int64_t rows = e->m_rows[mt], mk = mt ? e->m_tail : e->ks.m;
+    if (rows == mk) {
+        run_kernel(t, kernel_for(ks, mt, part, beta, t->stream), t->abuf, t->bbuf, ct, cnt);
+        return;
+    }
+    run_kernel(t, ks->fn[mt][part][0], t->abuf, t->bbuf, t->cpad, cnt);
+    merge_padded(ct, ldc, t->cpad, rows, mk, n, beta);
+}
+
 /* One microkernel step of a conv: output row oh, columns of ow-block owb,
  * channels of block kb, reduction chunk cc (its C blocks x valid taps). */
 static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
@@ -88,7 +119,8 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
     const int has_tail = e->k_tail > 0 && cb1 == e->k_blocks;
     const int64_t r_lo = e->r_lo[oh], r_hi = e->r_hi[oh];
     const int64_t ih0 = oh * c->sh - c->pt;
-    const float *wblk = t->wei + kb * e->ks.m * c->R * c->S * c->C;
+    const int64_t rows = e->m_rows[mt]; /* the weight block's rows (lda) */
+    const float *wblk = t->wei + kb * e->m_rows[0] * c->R * c->S * c->C;
     const float *img = t->src + n * c->H * c->W * c->C;
     const float *bias = (e->post_ops & PS_POST_BIAS) ? t->bias + kb * e->ks.m : NULL;
     const int relu = (e->post_ops & PS_POST_RELU) != 0;
@@ -117,11 +149,11 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
                     const float *at = img + (iw0 + sg->s_lo + p * c->sw) * c->C;
                     cnt = 0;
                     for (int64_t r = r_lo; r < r_hi; r++, cnt++) {
-                        t->abuf[cnt] = wblk + (r * c->S + sg->s_lo) * c->C * mk;
+                        t->abuf[cnt] = wblk + (r * c->S + sg->s_lo) * c->C * rows;
                         t->bbuf[cnt] = at + (ih0 + r * c->dh) * row_floats;
                     }
                     const ps_kernel_set *ks = p < sg->wide_phases ? &sg->kernels : &sg->kernels_narrow;
-                    run_kernel(t, kernel_for(ks, mt, part, beta, t->stream), t->abuf, t->bbuf, ct + p * c->K, &cnt);
+                    conv_call(t, ks, mt, part, beta, ct + p * c->K, q * c->K, (sg->width - p + q - 1) / q, &cnt);
                 }
                 beta = 1;
                 continue;
@@ -130,15 +162,15 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
                 const float *row = img + (ih0 + r * c->dh) * c->W * c->C;
                 for (int64_t s = sg->s_lo; s < sg->s_hi; s++) {
                     const float *pix = row + (iw0 + s * c->dw) * c->C;
-                    const float *wtap = wblk + (r * c->S + s) * c->C * mk;
+                    const float *wtap = wblk + (r * c->S + s) * c->C * rows;
                     for (int64_t cb = lo; cb < hi; cb++) {
-                        t->abuf[cnt] = wtap + cb * k * mk;
+                        t->abuf[cnt] = wtap + cb * k * rows;
                         t->bbuf[cnt] = pix + cb * k;
                         cnt++;
                     }
                 }
             }
-            run_kernel(t, kernel_for(&sg->kernels, mt, part, beta, t->stream), t->abuf, t->bbuf, ct, &cnt);
+            conv_call(t, &sg->kernels, mt, part, beta, ct, c->K, sg->width, &cnt);
             beta = 1;
         }
     }
@@ -342,9 +374,16 @@ static size_t round_region(size_t b)
 /* Per thread: the address lists, then (panels) the A and B panel buffers. */
 static size_t panel_a_floats(const ps_exec *e) { return (size_t)(e->panel_m * e->batch_cap * e->ks.m * e->ks.k); }
 static size_t panel_b_floats(const ps_exec *e) { return (size_t)(e->panel_n * e->batch_cap * e->ks.k * e->ks.n); }
+static int64_t cpad_floats(const ps_exec *e)
+{
+    if (e->kind != PS_OP_CONV_FWD) return 0;
+    const int64_t rows = e->m_rows[1] != e->m_tail ? e->m_rows[1] : 0;
+    return (e->m_rows[0] != e->ks.m && e->m_rows[0] > rows ? e->m_rows[0] : rows) * e->ks.n;
+}
 static size_t thread_bytes(const ps_exec *e)
 {
     size_t b = round_region(2 * (size_t)e->batch_cap * sizeof(float *));
+    b += round_region((size_t)cpad_floats(e) * sizeof(float));
     if (e->panels) b += round_region((panel_a_floats(e) + panel_b_floats(e)) * sizeof(float));
     return b;
 }
@@ -480,10 +519,12 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
         char *mine = per_thread + (size_t)tid * thread_bytes(e);
         t.abuf = (const float **)mine;
         t.bbuf = t.abuf + e->batch_cap;
+        t.cpad = (float *)(mine + round_region(2 * (size_t)e->batch_cap * sizeof(float *)));
         gemm_panel panel;
         if (e->panels) {
             panel = (gemm_panel){.a_cc = -1, .b_cc = -1};
-            panel.a = (float *)(mine + round_region(2 * (size_t)e->batch_cap * sizeof(float *)));
+            panel.a = (float *)(mine + round_region(2 * (size_t)e->batch_cap * sizeof(float *)) +
+                                round_region((size_t)cpad_floats(e) * sizeof(float)));
             panel.b = panel.a + panel_a_floats(e);
             t.panel = &panel;
         }
@@ -511,7 +552,8 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
 
 int64_t ps_exec_packed_weight_elems(const ps_exec *e)
 {
-    return ps_conv_weight_elems(&e->conv);
+    const ps_conv_shape *c = &e->conv;
+    return ((e->ext[PS_DIM_K] - 1) * e->m_rows[0] + e->m_rows[1]) * c->R * c->S * c->C;
 }
 
 void ps_exec_pack_weights(const ps_exec *e, ps_weight_layout layout, const float *w, float *packed)
@@ -528,12 +570,15 @@ void ps_exec_pack_weights(const ps_exec *e, ps_weight_layout layout, const float
     }
 #pragma omp parallel for num_threads(e->nthreads) schedule(static)
     for (int64_t kb = 0; kb < e->ext[PS_DIM_K]; kb++) {
-        const int64_t mk = kb == e->ext[PS_DIM_K] - 1 ? e->m_tail : m;
-        float *blk = packed + kb * m * R * S * C;
+        const int mt = kb == e->ext[PS_DIM_K] - 1;
+        const int64_t mk = mt ? e->m_tail : m, rows = e->m_rows[mt];
+        float *blk = packed + kb * e->m_rows[0] * R * S * C;
         for (int64_t r = 0; r < R; r++)
             for (int64_t s = 0; s < S; s++)
-                for (int64_t ci = 0; ci < C; ci++)
-                    for (int64_t kk = 0; kk < mk; kk++)
-                        blk[((r * S + s) * C + ci) * mk + kk] = w[(kb * m + kk) * sk + ci * sc + r * sr + s * ss];
+                for (int64_t ci = 0; ci < C; ci++) {
+                    float *col = blk + ((r * S + s) * C + ci) * rows;
+                    for (int64_t kk = 0; kk < mk; kk++) col[kk] = w[(kb * m + kk) * sk + ci * sc + r * sr + s * ss];
+                    for (int64_t kk = mk; kk < rows; kk++) col[kk] = 0.0f;
+                }
     }
 }

@@ -40,7 +40,7 @@ ps_ranker ps_planner_default_ranker(const ps_machine *m, const ps_desc *desc, in
 typedef struct bench_buffers {
     float *src, *wraw, *wpacked, *dst, *a, *b, *c;
     void *ws;
-    size_t ws_bytes;
+    size_t ws_bytes, wpacked_elems; /* grown per candidate (padded kernels pack more) */
 } bench_buffers;
 
 static void fill(float *p, size_t n)
@@ -57,8 +57,8 @@ static ps_status alloc_buffers(const ps_desc *desc, bench_buffers *b)
         ps_conv_shape c;
         ps_conv_shape_of(&desc->u.conv, &c);
         size_t ns = (size_t)ps_conv_src_elems(&c), nw = (size_t)ps_conv_weight_elems(&c), nd = (size_t)ps_conv_dst_elems(&c);
-        b->src = alloc64(ns * 4); b->wraw = alloc64(nw * 4); b->wpacked = alloc64(nw * 4); b->dst = alloc64(nd * 4);
-        if (!b->src || !b->wraw || !b->wpacked || !b->dst) return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: no memory to time candidates");
+        b->src = alloc64(ns * 4); b->wraw = alloc64(nw * 4); b->dst = alloc64(nd * 4);
+        if (!b->src || !b->wraw || !b->dst) return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: no memory to time candidates");
         fill(b->src, ns);
         fill(b->wraw, nw);
     } else {
@@ -93,6 +93,16 @@ static ps_status time_schedule(const ps_desc *desc, const ps_schedule *s, int nt
         b->ws = alloc64(need);
         b->ws_bytes = b->ws ? need : 0;
         if (!b->ws) {
+            ps_exec_release(&e);
+            return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: no memory to time candidates");
+        }
+    }
+    const size_t need_w = desc->kind == PS_OP_CONV_FWD ? (size_t)ps_exec_packed_weight_elems(&e) : 0;
+    if (need_w > b->wpacked_elems) {
+        free(b->wpacked);
+        b->wpacked = alloc64(need_w * sizeof(float));
+        b->wpacked_elems = b->wpacked ? need_w : 0;
+        if (!b->wpacked) {
             ps_exec_release(&e);
             return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: no memory to time candidates");
         }
