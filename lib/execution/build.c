@@ -58,7 +58,7 @@ static ps_status dispatch_set(ps_kernel_set *ks, const ps_exec *e, int64_t n, in
 {
     const int64_t ms[2] = {e->m_rows[0], e->m_rows[1]}, kk[2] = {e->ks.k * k_mult, e->k_tail * k_mult};
     const int64_t ldas[2] = {lda_full, lda_tail};
-    const int padded[2] = {e->m_rows[0] != e->ks.m, e->m_rows[1] != e->m_tail};
+    const int padded[2] = {ps_exec_padded(e, 0), ps_exec_padded(e, 1)};
     const int64_t ldcs[2] = {padded[0] ? ms[0] : ldc, padded[1] ? ms[1] : ldc};
     const int need_m[2] = {e->ext[PS_DIM_K] > 1, 1}, need_k[2] = {e->k_full_blocks > 0, e->k_tail > 0};
     ps_status st;

@@ -121,6 +121,13 @@ void ps_exec_release(ps_exec *e);
  * at 7, 5.0 at 15. Such blocks run padded to the one-pass size above. */
 int64_t ps_exec_kernel_rows(int64_t m);
 
+/* Whether the kernels of the full (mt 0) or last (mt 1) output-channel block
+ * are padded: they write the per-thread scratch block, never streamed. */
+static inline int ps_exec_padded(const ps_exec *e, int mt)
+{
+    return e->m_rows[mt] != (mt ? e->m_tail : e->ks.m);
+}
+
 /* Workspace bytes an execution needs (scratch address lists included). */
 size_t ps_exec_workspace_bytes(const ps_exec *e);
 

@@ -95,13 +95,12 @@ static void conv_call(const tile_ctx *t, const ps_kernel_set *ks, int mt, int pa
                       int64_t n, unsigned long long *cnt)
 {
     const ps_exec *e = t->e;
-    const int64_t rows = e->m_rows[mt], mk = mt ? e->m_tail : e->ks.m;
-    if (rows == mk) {
+    if (!ps_exec_padded(e, mt)) {
         run_kernel(t, kernel_for(ks, mt, part, beta, t->stream), t->abuf, t->bbuf, ct, cnt);
         return;
     }
     run_kernel(t, ks->fn[mt][part][0], t->abuf, t->bbuf, t->cpad, cnt);
-    merge_padded(ct, ldc, t->cpad, rows, mk, n, beta);
+    merge_padded(ct, ldc, t->cpad, e->m_rows[mt], mt ? e->m_tail : e->ks.m, n, beta);
 }
 
 /* One microkernel step of a conv: output row oh, columns of ow-block owb,
@@ -376,9 +375,10 @@ static size_t panel_a_floats(const ps_exec *e) { return (size_t)(e->panel_m * e-
 static size_t panel_b_floats(const ps_exec *e) { return (size_t)(e->panel_n * e->batch_cap * e->ks.k * e->ks.n); }
 static int64_t cpad_floats(const ps_exec *e)
 {
-    if (e->kind != PS_OP_CONV_FWD) return 0;
-    const int64_t rows = e->m_rows[1] != e->m_tail ? e->m_rows[1] : 0;
-    return (e->m_rows[0] != e->ks.m && e->m_rows[0] > rows ? e->m_rows[0] : rows) * e->ks.n;
+    int64_t rows = 0;
+    for (int mt = 0; mt < 2; mt++)
+        if (ps_exec_padded(e, mt) && e->m_rows[mt] > rows) rows = e->m_rows[mt];
+    return rows * e->ks.n;
 }
 static size_t thread_bytes(const ps_exec *e)
 {
