@@ -458,6 +458,7 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
     }
     const float *copy_src = base.src; /* what the input copy reads */
     float *copy = NULL;                /* filled inside the kernels' parallel region */
+    float *pack_a_dst = NULL, *pack_b_dst = NULL; /* GEMM operands packed there, inside it too */
     if (e->kind == PS_OP_CONV_FWD && e->copy_rows) {
         base.src = copy = scratch + scratch_floats;
         scratch_floats += (size_t)e->copy_floats;
@@ -479,29 +480,22 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
         base.a = ops->a;
         base.b = ops->b;
         base.c = ops->c;
+        /* Without panels, A (scaled by alpha) is packed into m x k blocks,
+         * block (mb, kb) at (mb * KB + kb) * m * k, and B into k x n blocks,
+         * block (kb, nb) at (nb * KB + kb) * k * n, by all threads at the start
+         * of the kernels' parallel region: one fork instead of three, which
+         * counts where a whole GEMM takes tens of microseconds (128^3: 0.85 ->
+         * 0.88x dnnl_sgemm, docs/performance.md "Session 22"). */
         float *next = scratch;
-        const int64_t KB = e->k_blocks, MB = e->ext[PS_DIM_K], NB = e->ext[PS_DIM_OW];
-        if (e->pack_a && !e->panels) {
-            /* A into m x k blocks scaled by alpha; block (mb, kb) at (mb * KB + kb) * m * k. */
-            float *pa = next;
-            const float *ua = ops->a;
-#pragma omp parallel for collapse(2) num_threads(e->nthreads) schedule(static)
-            for (int64_t mb = 0; mb < MB; mb++)
-                for (int64_t kb = 0; kb < KB; kb++)
-                    pack_a_blocks(e, ua, pa + (mb * KB + kb) * e->ks.m * e->ks.k, mb, mb + 1, kb, kb + 1, 1);
-            base.a = pa;
-            next += MB * KB * e->ks.m * e->ks.k;
-        }
         if (!e->panels) {
-            /* B into k x n blocks; block (kb, nb) at (nb * KB + kb) * k * n. */
-            float *pb = next;
-            const float *ub = ops->b;
-#pragma omp parallel for collapse(2) num_threads(e->nthreads) schedule(static)
-            for (int64_t nb = 0; nb < NB; nb++)
-                for (int64_t kb = 0; kb < KB; kb++)
-                    pack_b_blocks(e, ub, pb + (nb * KB + kb) * e->ks.k * e->ks.n, nb, nb + 1, kb, kb + 1, 1);
-            base.b = pb;
-            next += NB * KB * e->ks.k * e->ks.n;
+            if (e->pack_a) {
+                pack_a_dst = next;
+                base.a = next;
+                next += e->ext[PS_DIM_K] * e->k_blocks * e->ks.m * e->ks.k;
+            }
+            pack_b_dst = next;
+            base.b = next;
+            next += e->ext[PS_DIM_OW] * e->k_blocks * e->ks.k * e->ks.n;
         }
         scratch_floats = (size_t)(next - scratch);
     }
@@ -510,8 +504,10 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
     char *per_thread = ws + align64(scratch_floats * sizeof(float));
     /* No more threads than band iterations: a thread without any would only
      * cost the fork and join (a 1x1 image of 1024 -> 5 channels, one image:
-     * 2.8 us on two threads, 2.2 us on one). */
-    const int team = (int)min64(e->nthreads, e->band_total > 1 ? e->band_total : 1);
+     * 2.8 us on two threads, 2.2 us on one). Packing GEMM operands, every
+     * thread has work. */
+    const int team = pack_b_dst ? e->nthreads : (int)min64(e->nthreads, e->band_total > 1 ? e->band_total : 1);
+    double t_packed = t_kernels;
 #pragma omp parallel num_threads(team) if (team > 1)
     {
         int tid = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -534,6 +530,21 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
 #pragma omp for schedule(static)
             for (int64_t i = 0; i < e->copy_rows; i++) fill_copy_row(e, copy_src, copy, i);
         }
+        if (pack_b_dst) {
+            /* Every thread packs a share of both operands; the barrier keeps
+             * every call after the packing. */
+            const int64_t KB = e->k_blocks, MB = pack_a_dst ? e->ext[PS_DIM_K] : 0, NB = e->ext[PS_DIM_OW];
+#pragma omp for collapse(2) schedule(static) nowait
+            for (int64_t mb = 0; mb < MB; mb++)
+                for (int64_t kb = 0; kb < KB; kb++)
+                    pack_a_blocks(e, ops->a, pack_a_dst + (mb * KB + kb) * e->ks.m * e->ks.k, mb, mb + 1, kb, kb + 1, 1);
+#pragma omp for collapse(2) schedule(static) nowait
+            for (int64_t nb = 0; nb < NB; nb++)
+                for (int64_t kb = 0; kb < KB; kb++)
+                    pack_b_blocks(e, ops->b, pack_b_dst + (nb * KB + kb) * e->ks.k * e->ks.n, nb, nb + 1, kb, kb + 1, 1);
+#pragma omp barrier
+            if (prof && tid == 0) t_packed = omp_get_wtime();
+        }
         run_thread(&t, fn, tid, nt);
         /* Streaming stores are weakly ordered: drain them before the join. */
         if (t.stream) __builtin_ia32_sfence();
@@ -544,8 +555,8 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
         nhwc_to_nchw(base.dst, ops->dst, c->N, c->K, c->OH * c->OW, e->nthreads);
     }
     if (prof) {
-        prof->prepare_ms = (t_kernels - t_start) * 1e3;
-        prof->kernels_ms = (t_finish - t_kernels) * 1e3;
+        prof->prepare_ms = (t_packed - t_start) * 1e3;
+        prof->kernels_ms = (t_finish - t_packed) * 1e3;
         prof->finish_ms = (omp_get_wtime() - t_finish) * 1e3;
     }
 }
