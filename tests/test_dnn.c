@@ -383,6 +383,8 @@ static void conv_expert_rule(ps_context *ctx)
     } cases[] = {
         {1, 64, 256, 56, 1, 128 << 10, 1, 0},       /* 64 KiB of weights, exactly half of L2; 28 tiles of 112 */
         {1, 64, 256, 56, 1, (128 << 10) - 4, 0, 0}, /* one float more than half */
+        {2, 64, 256, 56, 1, 128 << 10, 0, 0},       /* two images: exactly half is too much */
+        {2, 64, 256, 56, 1, (128 << 10) + 4, 1, 0}, /* ... one float less than half is not */
         {2, 128, 128, 14, 3, 1 << 20, 0, 1},        /* 576 KiB > 512 KiB; calls of 64 x 128 x 9: 288 KiB */
         {2, 128, 128, 14, 3, 2 << 20, 1, 1},        /* the same with 2 MiB of L2: half holds it; calls >= 256 KiB */
         {2, 256, 128, 14, 2, 2 << 20, 1, 1},        /* 2x2, C = 256: calls of exactly 256 KiB */
@@ -397,7 +399,8 @@ static void conv_expert_rule(ps_context *ctx)
         {1, 256, 512, 14, 1, (2 << 20) - 4, 0, 0},  /* one float less than four times the weights */
         {1, 256, 1024, 14, 1, 4 << 20, 2, 0},       /* resnet_13 at N = 1 with 4 MiB of L2 */
         {1, 256, 1024, 14, 1, 2 << 20, 0, 0},       /* ... with 2 MiB: 1 MiB of weights, half of L2 */
-        {2, 256, 512, 14, 1, 1 << 20, 1, 0},        /* the same, two images: 14 tiles */
+        {2, 256, 512, 14, 1, 1 << 20, 0, 0},        /* mobilenet_07, two images (14 tiles): exactly half */
+        {2, 256, 512, 14, 1, 2 << 20, 1, 0},        /* ... with 2 MiB of L2 */
         {1, 2048, 512, 7, 1, 1 << 20, 0, 0},        /* 1x1, calls of 512 KiB: 1x1 keeps 64 channels */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -502,7 +502,13 @@ static int conv_narrow_block(const ps_conv_shape *c, const ps_kernel_shape *ks, 
  * a quarter of L2 gain 3-9% over the fixed order (fastrcnn_14, mobilenet_05,
  * mobilenet_07, resnet_08), 1 MiB lose 1-1.5% (resnet_13, resnet_14,
  * mobilenet_08: the fixed order's threads hold half of them each), so those
- * keep the fixed order. */
+ * keep the fixed order. At N >= 2, weights of exactly half of L2 keep the
+ * fixed order too: the five such layers of the six sets (1 MiB on the Xeon
+ * VM: resnet_13/14, fastrcnn_17/19, mobilenet_08) ran 2.5-5% faster so in
+ * three rounds of old/new binaries (session 22), where at N = 1 fastrcnn_17
+ * lost 4.5% and fastrcnn_19 gained 2.5% (the other three take the fixed order
+ * there already: uneven tiles). At N >= 2 this rule serves machines whose
+ * last level is slow (ps_planner_default_ranker; elsewhere the DNN ranks). */
 static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, ps_schedule **out)
 {
     ps_conv_shape c;
@@ -510,7 +516,9 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
     const double weight_bytes = (double)ps_conv_weight_elems(&c) * sizeof(float);
     ps_kernel_shape ks = ps_schedule_expert_kernel(desc);
     const int narrow = conv_narrow_block(&c, &ks, l2_bytes);
-    if (!l2_bytes || 2 * weight_bytes > (double)l2_bytes || ps_conv_merges_taps(&c)) {
+    /* Exactly half of L2 is too much from two images up. */
+    const int too_big = c.N >= 2 ? 2 * weight_bytes >= (double)l2_bytes : 2 * weight_bytes > (double)l2_bytes;
+    if (!l2_bytes || too_big || ps_conv_merges_taps(&c)) {
         if (!narrow) return ps_schedule_default(desc, out);
         /* the default's loops around the 32-channel kernel */
         ps_status st = ps_schedule_default(desc, out);
