@@ -370,7 +370,8 @@ static size_t round_region(size_t b)
     return (b + THREAD_REGION_ALIGN - 1) / THREAD_REGION_ALIGN * THREAD_REGION_ALIGN;
 }
 
-/* Per thread: the address lists, then (panels) the A and B panel buffers. */
+/* Per thread: the address lists, the padded kernels' scratch block, then
+ * (panels) the A and B panel buffers. */
 static size_t panel_a_floats(const ps_exec *e) { return (size_t)(e->panel_m * e->batch_cap * e->ks.m * e->ks.k); }
 static size_t panel_b_floats(const ps_exec *e) { return (size_t)(e->panel_n * e->batch_cap * e->ks.k * e->ks.n); }
 static int64_t cpad_floats(const ps_exec *e)
@@ -380,12 +381,16 @@ static int64_t cpad_floats(const ps_exec *e)
         if (ps_exec_padded(e, mt) && e->m_rows[mt] > rows) rows = e->m_rows[mt];
     return rows * e->ks.n;
 }
+/* Offsets in a thread's region: the scratch block after the lists, the
+ * panels after it. */
+static size_t cpad_offset(const ps_exec *e) { return round_region(2 * (size_t)e->batch_cap * sizeof(float *)); }
+static size_t panels_offset(const ps_exec *e)
+{
+    return cpad_offset(e) + round_region((size_t)cpad_floats(e) * sizeof(float));
+}
 static size_t thread_bytes(const ps_exec *e)
 {
-    size_t b = round_region(2 * (size_t)e->batch_cap * sizeof(float *));
-    b += round_region((size_t)cpad_floats(e) * sizeof(float));
-    if (e->panels) b += round_region((panel_a_floats(e) + panel_b_floats(e)) * sizeof(float));
-    return b;
+    return panels_offset(e) + (e->panels ? round_region((panel_a_floats(e) + panel_b_floats(e)) * sizeof(float)) : 0);
 }
 
 size_t ps_exec_workspace_bytes(const ps_exec *e)
@@ -515,12 +520,11 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
         char *mine = per_thread + (size_t)tid * thread_bytes(e);
         t.abuf = (const float **)mine;
         t.bbuf = t.abuf + e->batch_cap;
-        t.cpad = (float *)(mine + round_region(2 * (size_t)e->batch_cap * sizeof(float *)));
+        t.cpad = (float *)(mine + cpad_offset(e));
         gemm_panel panel;
         if (e->panels) {
             panel = (gemm_panel){.a_cc = -1, .b_cc = -1};
-            panel.a = (float *)(mine + round_region(2 * (size_t)e->batch_cap * sizeof(float *)) +
-                                round_region((size_t)cpad_floats(e) * sizeof(float)));
+            panel.a = (float *)(mine + panels_offset(e));
             panel.b = panel.a + panel_a_floats(e);
             t.panel = &panel;
         }
