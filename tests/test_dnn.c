@@ -519,8 +519,9 @@ static void gemm_default(ps_context *ctx)
 /* GEMMs whose operands both exceed the last-level cache, or whose larger
  * operand reaches panel_bytes (ps_gemm_panels_pay), get large band tiles (the
  * smaller side whole, or in equal tiles of at most 1024 elements, the other
- * cut per thread) whose panels the executor packs per thread; the others keep
- * the 8 x 2 L2 tiles. */
+ * cut per thread; a smaller side of 1025-3072 elements whole at half the
+ * batch) whose panels the executor packs per thread; the others keep the
+ * 8 x 2 L2 tiles. */
 static void gemm_panel_rule(void)
 {
     static const struct {
@@ -528,26 +529,33 @@ static void gemm_panel_rule(void)
         int threads;
         size_t llc, panel;
         const char *loops; /* NULL: anything but the panel tiles */
+        int batch;         /* the kernel's batch; 0: not checked */
     } cases[] = {
-        {1024, 1024, 32768, 2, 32u << 20, 0, ": m:16* n:11* k m n"},          /* 128 MiB operands: 16 x 22 blocks, 2 tiles */
-        {1024, 1024, 32768, 1, 32u << 20, 0, ": m:16* n:11* k m n"},          /* 22 columns of blocks > 16: two tiles */
-        {1024, 1024, 32768, 2, 0, 0, ": m:8* n:2* k m n"},                     /* last-level cache unknown */
-        {1024, 1024, 32768, 2, 256u << 20, 0, ": m:8* n:2* k m n"},            /* operands fit */
-        {1024, 1024, 32768, 2, 256u << 20, 128u << 20, ": m:16* n:11* k m n"}, /* fit, but reach panel_bytes */
-        {2048, 2048, 2048, 2, 32u << 20, 0, ": m:8* n:2* k m n"},              /* 16 MiB operands fit */
-        {2048, 2048, 2048, 2, 32u << 20, 16u << 20, ": m:16* n:11* k m n"},    /* 32 row blocks: two tiles of 16 */
-        {4096, 4096, 4096, 2, 32u << 20, 0, ": m:16* n:15* k m n"},            /* 64 row blocks: 4 tiles; 86 columns: 6 */
-        {1024, 1024, 32768, 16, 32u << 20, 0, NULL},                           /* tiles of 2 column blocks: too few */
-        {4096, 1000, 32768, 2, 32u << 20, 0, ": m:11* n:21* k m n"},           /* columns whole (21 blocks), 64 row blocks */
+        {1024, 1024, 32768, 2, 32u << 20, 0, ": m:16* n:11* k m n", 8},          /* 128 MiB operands: 16 x 22 blocks, 2 tiles */
+        {1024, 1024, 32768, 1, 32u << 20, 0, ": m:16* n:11* k m n", 8},          /* 22 columns of blocks > 16: two tiles */
+        {1024, 1024, 32768, 2, 0, 0, ": m:8* n:2* k m n", 8},                     /* last-level cache unknown */
+        {1024, 1024, 32768, 2, 256u << 20, 0, ": m:8* n:2* k m n", 8},            /* operands fit */
+        {1024, 1024, 32768, 2, 256u << 20, 128u << 20, ": m:16* n:11* k m n", 8}, /* fit, but reach panel_bytes */
+        {2048, 2048, 2048, 2, 32u << 20, 0, ": m:8* n:2* k m n", 8},              /* 16 MiB operands fit */
+        /* Smaller side of 1025-3072 elements: whole, at batch 4, the other
+         * side one tile per thread (cap 1536 elements). */
+        {2048, 2048, 2048, 2, 32u << 20, 16u << 20, ": m:32* n:22* k m n", 4},
+        {3072, 3072, 2048, 2, 32u << 20, 16u << 20, ": m:48* n:32* k m n", 4},
+        {2048, 8192, 2048, 2, 32u << 20, 16u << 20, ": m:32* n:29* k m n", 4}, /* 171 column blocks: 6 tiles */
+        {1100, 4096, 4096, 2, 32u << 20, 16u << 20, ": m:18* n:22* k m n", 4},
+        {4096, 4096, 4096, 2, 32u << 20, 0, ": m:16* n:15* k m n", 8},         /* 64 row blocks: 4 tiles; 86 columns: 6 */
+        {4096, 4096, 1024, 2, 32u << 20, 16u << 20, ": m:16* n:15* k m n", 8}, /* over 3072: tiles, full depth */
+        {1024, 1024, 32768, 16, 32u << 20, 0, NULL, 0},                           /* tiles of 2 column blocks: too few */
+        {4096, 1000, 32768, 2, 32u << 20, 0, ": m:11* n:21* k m n", 8},           /* columns whole (21 blocks), 64 row blocks */
         /* One large operand (B, 32 MiB): rows whole although only 2 blocks,
          * 43 column blocks cut into 4 tiles of 11; not without panel_bytes,
          * nor below it (16 MiB: 1024 columns, 22 blocks, 2 tiles of 11). */
-        {128, 2048, 4096, 2, 32u << 20, 16u << 20, ": m:2* n:11* k m n"},
-        {128, 2048, 4096, 2, 32u << 20, 0, ": m* n:43* k n"},   /* A in place: gemm_in_place_rule */
-        {128, 1024, 4096, 2, 32u << 20, 16u << 20, ": m:2* n:11* k m n"},
-        {128, 1024, 4096, 2, 32u << 20, 17u << 20, ": m* n:22* k n"}, /* A in place: gemm_in_place_rule */
-        {320, 3072, 4096, 2, 32u << 20, 16u << 20, ": m:5* n:16* k m n"},     /* 64 column blocks, 4 tiles */
-        {4096, 256, 2048, 2, 32u << 20, 16u << 20, ": m:11* n:6* k m n"},     /* A the larger: columns whole, 6 tiles */
+        {128, 2048, 4096, 2, 32u << 20, 16u << 20, ": m:2* n:11* k m n", 8},
+        {128, 2048, 4096, 2, 32u << 20, 0, ": m* n:43* k n", 0},   /* A in place: gemm_in_place_rule */
+        {128, 1024, 4096, 2, 32u << 20, 16u << 20, ": m:2* n:11* k m n", 8},
+        {128, 1024, 4096, 2, 32u << 20, 17u << 20, ": m* n:22* k n", 0}, /* A in place: gemm_in_place_rule */
+        {320, 3072, 4096, 2, 32u << 20, 16u << 20, ": m:5* n:16* k m n", 8},     /* 64 column blocks, 4 tiles */
+        {4096, 256, 2048, 2, 32u << 20, 16u << 20, ": m:11* n:6* k m n", 8},     /* A the larger: columns whole, 6 tiles */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ps_desc d;
@@ -564,6 +572,10 @@ static void gemm_panel_rule(void)
                      cases[i].loops);
         else
             TU_CHECK(loops && !strstr(loops, "m:16*"), "case %zu: expert '%s', want no panel tiles", i, got);
+        int batch = 0;
+        if (cases[i].batch)
+            TU_CHECK(sscanf(got, "%*dx%*dx%*d/%d", &batch) == 1 && batch == cases[i].batch,
+                     "case %zu: expert '%s', want batch %d", i, got, cases[i].batch);
     }
 }
 

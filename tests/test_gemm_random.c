@@ -303,19 +303,21 @@ int main(void)
      * random leading dimensions, alpha and beta; one reduction chunk with
      * more band tiles than threads (520 x 1600 x 300: the panels' tile tags),
      * several chunks and a remainder chunk (K = 530, 600: the chunk tags),
-     * and the smaller side too long to keep whole (1100 x 1300 x 300: 18
-     * row blocks in two tiles of 9, both with tails). */
+     * the smaller side too long to keep whole at 5 blocks per chunk (1100 x
+     * 1300 x 300: 18 row blocks in two tiles of 9, both with tails), and
+     * kept whole at half the batch (1100 x 1300 x 600: 18 row blocks, chunks
+     * of 4 reduction blocks, the last of 2 with a tail). */
     if (tu_context_with_caches(2, 16 << 10, 32 << 10, 64 << 10, &ctx) != PS_SUCCESS) return 1;
-    /* Then (shapes 4-6) only the larger operand reaches ps_machine_panel_bytes
+    /* Then (shapes 5-7) only the larger operand reaches ps_machine_panel_bytes
      * (half the L3 where it is slow; set so, the table's row depends on the
      * CPU): the smaller side whole, 1 or 2 blocks (40, 24 rows; 40 columns),
      * the other cut into tiles of 8 or 12 blocks; one chunk and, with K = 600,
      * two plus a remainder block. */
     static const int64_t panel_shapes[][3] = {{520, 1600, 300}, {1100, 520, 600}, {530, 1700, 530}, {1100, 1300, 300},
-                                              {40, 1536, 300},  {24, 1536, 600},  {1536, 40, 300}};
+                                              {1100, 1300, 600}, {40, 1536, 300},  {24, 1536, 600},  {1536, 40, 300}};
     int n_panel = 0;
-    for (int si = 0; si < 7; si++) {
-        if (si == 4) tu_set_l3_speed(ctx, 1);
+    for (int si = 0; si < 8; si++) {
+        if (si == 5) tu_set_l3_speed(ctx, 1);
         for (int v = 0; v < 4; v++, n_panel++) {
             tu_rng r = {seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(n_panel + 1))};
             ps_gemm_desc g = gemm_of(v % 2, v / 2, (v + si) % 2, panel_shapes[si]);

@@ -560,13 +560,29 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
  * blocks) 8.9; on 2048x2048x2048 (Xeon VM, old/new binary, 4 rounds) 1024 x
  * 528 tiles 0.84-0.87x dnnl_sgemm, the 8 x 2 tiles with the pass 0.77-0.83x.
  * A side cut needs PS_GEMM_PANEL_MIN_BLOCKS blocks for the executor to use
- * panels. Sets *tm, *tn (kernel blocks); 0 when no such tiling exists. */
-static int gemm_panel_tiles(const ps_gemm_desc *g, const ps_kernel_shape *ks, int nt, int64_t *tm, int64_t *tn)
+ * panels.
+ * A smaller side of 1025-3072 elements stays whole instead, at half the
+ * chunk depth (batch 4 for 8, so a panel holds as many floats as one of
+ * twice the elements at the full depth) and with the cut side's cap doubled
+ * to match: each thread then has one tile and packs its share of each
+ * operand once per chunk, where the cut tiles packed A and B panels again
+ * for every tile. Xeon VM, 2 threads, row-major, alternating trials in one
+ * process against the tiles above: 2048^3 (2048 x 1056 per thread, batch 4)
+ * 50.3-51.8 against 53.0-55.9 ms, 3072x3072x2048 105.7 against 111.9; at
+ * batch 8 or 2 no gain. At 4096 (4096x4096x1024, whole rows at batch 4 or
+ * 2) 101.9-108.0 against 97.2 ms, so larger sides keep their tiles
+ * (docs/performance.md "Session 23"). Sets *tm, *tn (kernel blocks) and
+ * halves ks->batch where the side stays whole that way; 0 when no such
+ * tiling exists. */
+static int gemm_panel_tiles(const ps_gemm_desc *g, ps_kernel_shape *ks, int nt, int64_t *tm, int64_t *tn)
 {
     const int64_t mb = ceil_div(g->M, ks->m), nb = ceil_div(g->N, ks->n);
     const int rows_whole = g->M <= g->N;
     const int64_t whole = rows_whole ? mb : nb, cut = rows_whole ? nb : mb;
-    const int64_t whole_cap = 1024 / (rows_whole ? ks->m : ks->n), cut_cap = 768 / (rows_whole ? ks->n : ks->m);
+    const int64_t whole_elems = rows_whole ? g->M : g->N;
+    const int shallow = whole_elems > 1024 && whole_elems <= 3072 && ks->batch >= 8;
+    const int64_t whole_cap = (shallow ? 3072 : 1024) / (rows_whole ? ks->m : ks->n),
+                  cut_cap = (shallow ? 1536 : 768) / (rows_whole ? ks->n : ks->m);
     /* At least half the cap (>= 8 blocks for kernels of <= 64): panels stay on. */
     const int64_t whole_tile = ceil_div(whole, ceil_div(whole, whole_cap));
     for (int64_t j = 1; j <= cut; j++) {
@@ -575,6 +591,7 @@ static int gemm_panel_tiles(const ps_gemm_desc *g, const ps_kernel_shape *ks, in
         if (t < PS_GEMM_PANEL_MIN_BLOCKS) return 0;
         *tm = rows_whole ? whole_tile : t;
         *tn = rows_whole ? t : whole_tile;
+        if (shallow) ks->batch /= 2;
         return 1;
     }
     return 0;
@@ -640,7 +657,7 @@ ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
      * Where the executor packs per-thread panels, or reads A in place, other
      * tiles first (gemm_panel_tiles, gemm_in_place_tiles). */
     const int nt = nthreads < 1 ? 1 : nthreads;
-    const ps_kernel_shape ks = ps_schedule_expert_kernel(desc);
+    ps_kernel_shape ks = ps_schedule_expert_kernel(desc);
     const ps_gemm_desc *g = &desc->u.gemm;
     ps_gemm_shape shape;
     ps_gemm_shape_of(g, &shape);
@@ -650,8 +667,10 @@ ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
      * tiles, 8 x 2; none: the fixed order. */
     const int64_t even = gemm_makespan(g, &ks, 1, 1, nt);
     int64_t tile_m, tile_n;
-    int found = ps_gemm_panels_pay(&shape, llc_bytes, panel_bytes) && gemm_panel_tiles(g, &ks, nt, &tile_m, &tile_n) &&
-                gemm_tiles_even(g, &ks, nt, even, tile_m, tile_n);
+    ps_kernel_shape panel_ks = ks; /* the panel tiles may halve the batch */
+    int found = ps_gemm_panels_pay(&shape, llc_bytes, panel_bytes) &&
+                gemm_panel_tiles(g, &panel_ks, nt, &tile_m, &tile_n) && gemm_tiles_even(g, &panel_ks, nt, even, tile_m, tile_n);
+    if (found) ks = panel_ks;
     if (!found)
         found = gemm_in_place_tiles(g, &shape, &ks, nt, &tile_m, &tile_n) &&
                 gemm_tiles_even(g, &ks, nt, even, tile_m, tile_n);

@@ -63,11 +63,14 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
 /* The expert's schedule on nthreads threads with l2_bytes of L2 per core,
  * llc_bytes of last-level cache and the machine's panel_bytes
  * (ps_machine_panel_bytes), what the default options run when they do not
- * search: ps_schedule_default's kernel, and as loops: for GEMMs band tiles of
+ * search: ps_schedule_default's kernel (its batch halved for the long panel
+ * tiles below), and as loops: for GEMMs band tiles of
  * 8 x 2 kernel blocks with the reduction loop inside them (L2 blocking), or,
  * where panels pay (ps_gemm_panels_pay), tiles spanning the smaller side
- * whole (up to ~1024 elements; a longer one in equal tiles of at most that)
- * and ~528-768 elements of the other, whose panels each thread packs itself, or, where the executor reads A in place
+ * whole (up to ~1024 elements; 1025-3072 whole too, at half the kernel's
+ * batch; a longer one in equal tiles of at most 1024) and ~528-768 elements
+ * of the other (up to 1536 at half the batch), whose panels each thread
+ * packs itself, or, where the executor reads A in place
  * (ps_gemm_a_in_place), tiles of whole rows of the normalized problem and
  * one tile of its columns per thread, where those tiles split over the
  * threads as evenly as single blocks do; for
