@@ -670,8 +670,9 @@ ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
     ps_kernel_shape panel_ks = ks; /* the panel tiles may halve the batch */
     int found = ps_gemm_panels_pay(&shape, llc_bytes, panel_bytes) &&
                 gemm_panel_tiles(g, &panel_ks, nt, &tile_m, &tile_n) && gemm_tiles_even(g, &panel_ks, nt, even, tile_m, tile_n);
-    if (found) ks = panel_ks;
-    if (!found)
+    if (found)
+        ks = panel_ks;
+    else
         found = gemm_in_place_tiles(g, &shape, &ks, nt, &tile_m, &tile_n) &&
                 gemm_tiles_even(g, &ks, nt, even, tile_m, tile_n);
     if (!found) {
