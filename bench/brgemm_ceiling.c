@@ -9,6 +9,10 @@
  * one per A chunk; --c-chunks sets how many (many: written like a large
  * output), --c-phases Q makes Q calls share a block, call p over its columns
  * p, p + Q, ... (ldc = Q x m), as a merged-tap conv writes its output.
+ * --c-rows R walks C as a large GEMM's walk does: after each pass over the
+ * C blocks, the next pass writes the next m rows of the same columns (ldc
+ * >= R x m), so a C working set of R x c-chunks blocks comes from memory
+ * with the leading dimension of the user's C.
  * Comparing a plan's GFLOP/s with this ceiling for its kernel shape separates
  * the kernel's limit from what the outer loops and the memory system cost
  * (docs/performance.md, "GEMM: where the gap is"). */
@@ -19,7 +23,7 @@
 #include <string.h>
 
 typedef struct opts {
-    long m, n, k, batch, lda, ldb, ldc, a_chunks, b_chunks, b_offset, c_chunks, c_phases;
+    long m, n, k, batch, lda, ldb, ldc, a_chunks, b_chunks, b_offset, c_chunks, c_phases, c_rows;
     int beta, stream, threads, trials;
     double min_ms;
 } opts;
@@ -31,7 +35,7 @@ static void usage(FILE *f)
             "Times C(m x n) += sum over the batch of A_i(m x k) * B_i(k x n) (LIBXSMM batch-reduce\n"
             "kernel, f32) on every thread at once; prints the best trial's GFLOP/s over all threads.\n\n"
             "  --batch B       blocks per call (default 1)\n"
-            "  --lda/--ldb/--ldc LD  leading dimensions (default m, k, m x c-phases)\n"
+            "  --lda/--ldb/--ldc LD  leading dimensions (default m, k, m x c-phases x c-rows)\n"
             "  --beta 0|1      overwrite or accumulate C (default 1)\n"
             "  --stream 0|1    1: overwrite C with non-temporal stores (beta 0, LIBXSMM's\n"
             "                  NTS hint, as the executor's streamed outputs; C 64-byte aligned)\n"
@@ -43,6 +47,8 @@ static void usage(FILE *f)
             "                  many as A chunks; many: C streamed like a large output)\n"
             "  --c-phases Q    Q calls per C block, call p over columns p, p + Q, ... (ldc = Q * m:\n"
             "                  how a merged-tap conv writes its output; default 1)\n"
+            "  --c-rows R      passes over the C blocks, pass p at rows p x m (ldc >= R * m: C walked\n"
+            "                  as a GEMM's band of R row blocks; default 1)\n"
             "  --threads T     threads (default: OpenMP's)\n"
             "  --trials T      trials, the best is reported (default 7)\n"
             "  --min-ms MS     each trial lasts at least this long (default 50)\n");
@@ -50,7 +56,7 @@ static void usage(FILE *f)
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){.batch = 1, .a_chunks = 1, .b_chunks = 1, .c_phases = 1, .beta = 1, .threads = omp_get_max_threads(), .trials = 7, .min_ms = 50};
+    *o = (opts){.batch = 1, .a_chunks = 1, .b_chunks = 1, .c_phases = 1, .c_rows = 1, .beta = 1, .threads = omp_get_max_threads(), .trials = 7, .min_ms = 50};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -78,6 +84,7 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(name, "--stream")) o->stream = (int)v;
         else if (!strcmp(name, "--a-chunks")) o->a_chunks = (long)v;
         else if (!strcmp(name, "--c-chunks")) o->c_chunks = (long)v;
+        else if (!strcmp(name, "--c-rows")) o->c_rows = (long)v;
         else if (!strcmp(name, "--b-chunks")) o->b_chunks = (long)v;
         else if (!strcmp(name, "--b-offset")) o->b_offset = (long)v;
         else if (!strcmp(name, "--c-phases")) o->c_phases = (long)v;
@@ -91,12 +98,12 @@ static int parse(int argc, char **argv, opts *o)
     }
     if (!o->lda) o->lda = o->m;
     if (!o->ldb) o->ldb = o->k;
-    if (!o->ldc) o->ldc = o->m * o->c_phases;
+    if (!o->ldc) o->ldc = o->m * o->c_phases * o->c_rows;
     if (!o->c_chunks) o->c_chunks = o->a_chunks;
-    if (o->m < 1 || o->n < 1 || o->k < 1 || o->batch < 1 || o->batch > 4096 || o->a_chunks < 1 || o->b_chunks < 1 || o->c_chunks < 0 || o->c_phases < 1 || o->threads < 1 ||
-        o->trials < 1 || o->beta > 1 || o->stream > 1 || o->lda < o->m || o->ldb < o->k || o->ldc < o->m * o->c_phases) {
+    if (o->m < 1 || o->n < 1 || o->k < 1 || o->batch < 1 || o->batch > 4096 || o->a_chunks < 1 || o->b_chunks < 1 || o->c_chunks < 0 || o->c_phases < 1 || o->c_rows < 1 || o->threads < 1 ||
+        o->trials < 1 || o->beta > 1 || o->stream > 1 || o->lda < o->m || o->ldb < o->k || o->ldc < o->m * o->c_phases || (o->c_rows > 1 && (o->c_phases > 1 || o->ldc < o->m * o->c_rows))) {
         fprintf(stderr, "polysci-brgemm-ceiling: need m, n, k >= 1, 1 <= batch <= 4096, lda >= m, ldb >= k, "
-                        "ldc >= m * c-phases, beta and stream 0 or 1\n");
+                        "ldc >= m * c-phases (m * c-rows), c-rows only with one phase, beta and stream 0 or 1\n");
         return -1;
     }
     return 0;
@@ -160,7 +167,8 @@ int main(int argc, char **argv)
                         bp[i] = b + (size_t)(r % o.b_chunks) * b_chunk + (size_t)i * b_off;
                     }
                     unsigned long long cnt = (unsigned long long)o.batch;
-                    kernel(ap, bp, c + (size_t)(r / o.c_phases % o.c_chunks) * c_blk + (size_t)(r % o.c_phases) * o.m, &cnt);
+                    const size_t row = (size_t)(r / o.c_chunks % o.c_rows) * o.m; /* 0 unless --c-rows */
+                    kernel(ap, bp, c + (size_t)(r / o.c_phases % o.c_chunks) * c_blk + (size_t)(r % o.c_phases) * o.m + row, &cnt);
                 }
                 double ms = (omp_get_wtime() - t0) * 1e3;
                 if (t == 0) {
