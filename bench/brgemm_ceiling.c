@@ -101,9 +101,9 @@ static int parse(int argc, char **argv, opts *o)
     if (!o->ldc) o->ldc = o->m * o->c_phases * o->c_rows;
     if (!o->c_chunks) o->c_chunks = o->a_chunks;
     if (o->m < 1 || o->n < 1 || o->k < 1 || o->batch < 1 || o->batch > 4096 || o->a_chunks < 1 || o->b_chunks < 1 || o->c_chunks < 0 || o->c_phases < 1 || o->c_rows < 1 || o->threads < 1 ||
-        o->trials < 1 || o->beta > 1 || o->stream > 1 || o->lda < o->m || o->ldb < o->k || o->ldc < o->m * o->c_phases || (o->c_rows > 1 && (o->c_phases > 1 || o->ldc < o->m * o->c_rows))) {
+        o->trials < 1 || o->beta > 1 || o->stream > 1 || o->lda < o->m || o->ldb < o->k || o->ldc < o->m * o->c_phases * o->c_rows || (o->c_rows > 1 && o->c_phases > 1)) {
         fprintf(stderr, "polysci-brgemm-ceiling: need m, n, k >= 1, 1 <= batch <= 4096, lda >= m, ldb >= k, "
-                        "ldc >= m * c-phases (m * c-rows), c-rows only with one phase, beta and stream 0 or 1\n");
+                        "ldc >= m * c-phases * c-rows, c-rows only with one phase, beta and stream 0 or 1\n");
         return -1;
     }
     return 0;
