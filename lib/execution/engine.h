@@ -66,6 +66,11 @@ typedef struct ps_exec {
                                   read for ownership of lines nobody reads back here) */
     int clear_upper;           /* the CPU has AVX: every kernel call is followed by a
                                   vzeroupper (see run_kernel in run.c) */
+    size_t thread_bytes;       /* each thread's workspace region (pages): its batch address
+                                  lists at 0, the padded kernels' scratch block at cpad_offset,
+                                  (panels) the A panel at panel_offset, panel_a_floats long,
+                                  the B panel after it */
+    size_t cpad_offset, panel_offset, panel_a_floats;
 
     /* conv */
     ps_conv_shape conv;

@@ -358,41 +358,6 @@ static void run_thread(const tile_ctx *t, tile_fn fn, int tid, int nt)
 
 static size_t align64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 
-/* Per thread: the batch address lists, in regions a page apart. Lists of
- * the two threads in adjacent lines (one 128-byte pair) slowed whole layers
- * down although no line is shared, as when a core's prefetcher pulls in the
- * line the other keeps rewriting (vgga_01, DNN plan, 2 threads, one process
- * per run: 1.47 / 2.09 / 2.10 ms with 64-byte regions, 1.01-1.06 ms a page
- * apart; every other set 0.3-4% faster, docs/performance.md). */
-#define THREAD_REGION_ALIGN ((size_t)4096)
-static size_t round_region(size_t b)
-{
-    return (b + THREAD_REGION_ALIGN - 1) / THREAD_REGION_ALIGN * THREAD_REGION_ALIGN;
-}
-
-/* Per thread: the address lists, the padded kernels' scratch block, then
- * (panels) the A and B panel buffers. */
-static size_t panel_a_floats(const ps_exec *e) { return (size_t)(e->panel_m * e->batch_cap * e->ks.m * e->ks.k); }
-static size_t panel_b_floats(const ps_exec *e) { return (size_t)(e->panel_n * e->batch_cap * e->ks.k * e->ks.n); }
-static int64_t cpad_floats(const ps_exec *e)
-{
-    int64_t rows = 0;
-    for (int mt = 0; mt < 2; mt++)
-        if (ps_exec_padded(e, mt) && e->m_rows[mt] > rows) rows = e->m_rows[mt];
-    return rows * e->ks.n;
-}
-/* Offsets in a thread's region: the scratch block after the lists, the
- * panels after it. */
-static size_t cpad_offset(const ps_exec *e) { return round_region(2 * (size_t)e->batch_cap * sizeof(float *)); }
-static size_t panels_offset(const ps_exec *e)
-{
-    return cpad_offset(e) + round_region((size_t)cpad_floats(e) * sizeof(float));
-}
-static size_t thread_bytes(const ps_exec *e)
-{
-    return panels_offset(e) + (e->panels ? round_region((panel_a_floats(e) + panel_b_floats(e)) * sizeof(float)) : 0);
-}
-
 size_t ps_exec_workspace_bytes(const ps_exec *e)
 {
     size_t floats = 0;
@@ -404,7 +369,7 @@ size_t ps_exec_workspace_bytes(const ps_exec *e)
                            : (size_t)(e->k_blocks * e->ks.k *
                                       ((e->pack_a ? e->ext[PS_DIM_K] * e->ks.m : 0) + e->ext[PS_DIM_OW] * e->ks.n));
     /* 64 bytes of slack to align the regions of a caller's buffer. */
-    return 64 + align64(floats * sizeof(float)) + (size_t)e->nthreads * thread_bytes(e);
+    return 64 + align64(floats * sizeof(float)) + (size_t)e->nthreads * e->thread_bytes;
 }
 
 /* Row i of the input copy (ps_exec.copy_rows) from the user's (NHWC) input.
@@ -517,15 +482,15 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
     {
         int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         tile_ctx t = base;
-        char *mine = per_thread + (size_t)tid * thread_bytes(e);
+        char *mine = per_thread + (size_t)tid * e->thread_bytes;
         t.abuf = (const float **)mine;
         t.bbuf = t.abuf + e->batch_cap;
-        t.cpad = (float *)(mine + cpad_offset(e));
+        t.cpad = (float *)(mine + e->cpad_offset);
         gemm_panel panel;
         if (e->panels) {
             panel = (gemm_panel){.a_cc = -1, .b_cc = -1};
-            panel.a = (float *)(mine + panels_offset(e));
-            panel.b = panel.a + panel_a_floats(e);
+            panel.a = (float *)(mine + e->panel_offset);
+            panel.b = panel.a + e->panel_a_floats;
             t.panel = &panel;
         }
         if (copy) {
