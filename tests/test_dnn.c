@@ -266,7 +266,8 @@ static void plan(ps_context *ctx, ps_ranker ranker, int top_k)
     char dflt[512] = "";
     ps_schedule *ds = NULL;
     const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2), llc = ps_machine_cache_bytes(&ctx->machine, 3);
-    if (ps_schedule_expert(&d, 2, l2, llc, ps_machine_panel_bytes(&ctx->machine), &ds) == PS_SUCCESS)
+    const int slow = ps_machine_llc_slow(&ctx->machine);
+    if (ps_schedule_expert(&d, 2, l2, llc, ps_machine_panel_bytes(&ctx->machine), slow, &ds) == PS_SUCCESS)
         ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, sizeof dflt, NULL);
     ps_schedule_destroy(ds);
     TU_CHECK((at >= 0 && at < (top_k > 1 ? top_k : 1)) || (top_k > 1 && !strcmp(text, dflt)),
@@ -326,7 +327,7 @@ static void conv_default(ps_context *ctx, int64_t N, int l3_fast)
         TU_CHECK(ps_cost_query(ctx, &d, &o, &rep) == PS_SUCCESS, "DNN cost query: %s", ps_last_error_message());
         TU_CHECK(ps_schedule_expert(&d, 2, ps_machine_cache_bytes(&ctx->machine, 2),
                                     ps_machine_cache_bytes(&ctx->machine, 3), ps_machine_panel_bytes(&ctx->machine),
-                                    &ds) == PS_SUCCESS,
+                                    ps_machine_llc_slow(&ctx->machine), &ds) == PS_SUCCESS,
                  "expert schedule: %s", ps_last_error_message());
         ps_variant_cost first;
         if (p && ds && rep && ps_cost_report_get(rep, 0, &first) == PS_SUCCESS) {
@@ -371,7 +372,8 @@ static void plan_schedule(ps_context *ctx, const ps_desc *d, ps_ranker ranker, i
  * tiles split evenly over the threads (2 here), or with the output-channel
  * loop parallel too (stationary = 2) where the tiles do not and the weights
  * fit in a quarter of L2, else ps_schedule_default's order; 32-channel kernel blocks for spatial filters whose weights per call
- * (64 channels x the call's C blocks x taps) are 256 KiB or more;
+ * (64 channels x the call's C blocks x taps) are 256 KiB or more, and where
+ * the last level is slow for 1x1 convs whose every call reads fresh weights;
  * with L2 unknown (0) the default schedule. The plans themselves run against
  * the reference in test_schedules (no search, small weights). */
 static void conv_expert_rule(ps_context *ctx)
@@ -379,36 +381,44 @@ static void conv_expert_rule(ps_context *ctx)
     static const struct {
         int64_t N, C, K, HW, R;
         size_t l2;
-        int stationary, narrow;
+        int stationary, narrow, llc_slow;
     } cases[] = {
-        {1, 64, 256, 56, 1, 128 << 10, 1, 0},       /* 64 KiB of weights, exactly half of L2; 28 tiles of 112 */
-        {1, 64, 256, 56, 1, (128 << 10) - 4, 0, 0}, /* one float more than half */
-        {2, 64, 256, 56, 1, 128 << 10, 0, 0},       /* two images: exactly half is too much */
-        {2, 64, 256, 56, 1, (128 << 10) + 4, 1, 0}, /* ... one float less than half is not */
-        {2, 128, 128, 14, 3, 1 << 20, 0, 1},        /* 576 KiB > 512 KiB; calls of 64 x 128 x 9: 288 KiB */
-        {2, 128, 128, 14, 3, 2 << 20, 1, 1},        /* the same with 2 MiB of L2: half holds it; calls >= 256 KiB */
-        {2, 256, 128, 14, 2, 2 << 20, 1, 1},        /* 2x2, C = 256: calls of exactly 256 KiB */
-        {2, 224, 128, 14, 2, 2 << 20, 1, 0},        /* C = 224 (7 blocks of 32): 224 KiB */
-        {2, 64, 64, 14, 3, 1 << 20, 1, 0},          /* 144 KiB, two images */
-        {2, 64, 128, 14, 3, 1 << 20, 1, 0},         /* calls of 64 x 64 x 9 = 144 KiB < 256 KiB */
-        {2, 3, 64, 14, 3, 1 << 20, 0, 0},           /* merged taps: the default's strips */
-        {1, 64, 256, 14, 1, 0, 0, 0},               /* L2 unknown */
-        {1, 128, 128, 14, 3, 0, 0, 0},              /* L2 unknown: no narrow blocks either */
-        {1, 256, 512, 14, 1, 1 << 20, 0, 0},        /* mobilenet_07 at N = 1: 512 KiB, 7 tiles for 2 threads */
-        {1, 256, 512, 14, 1, 2 << 20, 2, 0},        /* the same, 2 MiB of L2: a quarter holds it; channels shared */
-        {1, 256, 512, 14, 1, (2 << 20) - 4, 0, 0},  /* one float less than four times the weights */
-        {1, 256, 1024, 14, 1, 4 << 20, 2, 0},       /* resnet_13 at N = 1 with 4 MiB of L2 */
-        {1, 256, 1024, 14, 1, 2 << 20, 0, 0},       /* ... with 2 MiB: 1 MiB of weights, half of L2 */
-        {2, 256, 512, 14, 1, 1 << 20, 0, 0},        /* mobilenet_07, two images (14 tiles): exactly half */
-        {2, 256, 512, 14, 1, 2 << 20, 1, 0},        /* ... with 2 MiB of L2 */
-        {1, 2048, 512, 7, 1, 1 << 20, 0, 0},        /* 1x1, calls of 512 KiB: 1x1 keeps 64 channels */
+        {1, 64, 256, 56, 1, 128 << 10, 1, 0, 0},    /* 64 KiB of weights, exactly half of L2; 28 tiles of 112 */
+        {1, 64, 256, 56, 1, (128 << 10) - 4, 0, 0, 0}, /* one float more than half */
+        {2, 64, 256, 56, 1, 128 << 10, 0, 0, 0},    /* two images: exactly half is too much */
+        {2, 64, 256, 56, 1, (128 << 10) + 4, 1, 0, 0}, /* ... one float less than half is not */
+        {2, 128, 128, 14, 3, 1 << 20, 0, 1, 0},     /* 576 KiB > 512 KiB; calls of 64 x 128 x 9: 288 KiB */
+        {2, 128, 128, 14, 3, 2 << 20, 1, 1, 0},     /* the same with 2 MiB of L2: half holds it; calls >= 256 KiB */
+        {2, 256, 128, 14, 2, 2 << 20, 1, 1, 0},     /* 2x2, C = 256: calls of exactly 256 KiB */
+        {2, 224, 128, 14, 2, 2 << 20, 1, 0, 0},     /* C = 224 (7 blocks of 32): 224 KiB */
+        {2, 64, 64, 14, 3, 1 << 20, 1, 0, 0},       /* 144 KiB, two images */
+        {2, 64, 128, 14, 3, 1 << 20, 1, 0, 0},      /* calls of 64 x 64 x 9 = 144 KiB < 256 KiB */
+        {2, 3, 64, 14, 3, 1 << 20, 0, 0, 0},        /* merged taps: the default's strips */
+        {1, 64, 256, 14, 1, 0, 0, 0, 0},            /* L2 unknown */
+        {1, 128, 128, 14, 3, 0, 0, 0, 0},           /* L2 unknown: no narrow blocks either */
+        {1, 256, 512, 14, 1, 1 << 20, 0, 0, 0},     /* mobilenet_07 at N = 1: 512 KiB, 7 tiles for 2 threads */
+        {1, 256, 512, 14, 1, 2 << 20, 2, 0, 0},     /* the same, 2 MiB of L2: a quarter holds it; channels shared */
+        {1, 256, 512, 14, 1, (2 << 20) - 4, 0, 0, 0}, /* one float less than four times the weights */
+        {1, 256, 1024, 14, 1, 4 << 20, 2, 0, 0},    /* resnet_13 at N = 1 with 4 MiB of L2 */
+        {1, 256, 1024, 14, 1, 2 << 20, 0, 0, 0},    /* ... with 2 MiB: 1 MiB of weights, half of L2 */
+        {2, 256, 512, 14, 1, 1 << 20, 0, 0, 0},     /* mobilenet_07, two images (14 tiles): exactly half */
+        {2, 256, 512, 14, 1, 2 << 20, 1, 0, 0},     /* ... with 2 MiB of L2 */
+        {1, 2048, 512, 7, 1, 1 << 20, 0, 0, 0},     /* 1x1, calls of 512 KiB: 1x1 keeps 64 channels */
+        /* Slow last level: 1x1 convs whose calls all read fresh weights (one
+         * column block per image, weights too large for half of L2). */
+        {1, 2048, 512, 7, 1, 1 << 20, 0, 1, 1},     /* resnet_19: 4 MiB, 49 pixels in one block */
+        {2, 512, 512, 7, 1, 2 << 20, 0, 1, 1},      /* 1 MiB, exactly half of L2, two images */
+        {1, 512, 512, 7, 1, 2 << 20, 0, 0, 1},      /* ... one image: half is not too much (uneven tiles: default) */
+        {2, 1024, 256, 14, 1, 1 << 20, 0, 0, 1},    /* resnet_14: 196 pixels in 7 blocks reuse each weight block */
+        {2, 128, 128, 14, 3, 1 << 20, 0, 1, 1},     /* spatial: the call-size rule as without the flag */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ps_desc d;
         conv_shape(&d, cases[i].N, cases[i].C, cases[i].K, cases[i].HW, cases[i].R);
         ps_schedule *ex = NULL, *ds = NULL;
         char got[512] = "", dflt[512] = "", want_kernel[512] = "";
-        TU_CHECK(ps_schedule_expert(&d, 2, cases[i].l2, 0, 0, &ex) == PS_SUCCESS, "expert: %s", ps_last_error_message());
+        TU_CHECK(ps_schedule_expert(&d, 2, cases[i].l2, 0, 0, cases[i].llc_slow, &ex) == PS_SUCCESS, "expert: %s",
+                 ps_last_error_message());
         TU_CHECK(ps_schedule_default(&d, &ds) == PS_SUCCESS, "default: %s", ps_last_error_message());
         if (ex) ps_schedule_format(ex, PS_OP_CONV_FWD, got, sizeof got, NULL);
         if (ds) ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, sizeof dflt, NULL);
@@ -562,7 +572,7 @@ static void gemm_panel_rule(void)
         gemm_shape(&d, cases[i].M, cases[i].N, cases[i].K, 1);
         ps_schedule *ex = NULL;
         char got[512] = "";
-        TU_CHECK(ps_schedule_expert(&d, cases[i].threads, 1 << 20, cases[i].llc, cases[i].panel, &ex) == PS_SUCCESS,
+        TU_CHECK(ps_schedule_expert(&d, cases[i].threads, 1 << 20, cases[i].llc, cases[i].panel, 0, &ex) == PS_SUCCESS,
                  "expert: %s", ps_last_error_message());
         if (ex) ps_schedule_format(ex, PS_OP_GEMM, got, sizeof got, NULL);
         ps_schedule_destroy(ex);
@@ -607,7 +617,7 @@ static void gemm_in_place_rule(void)
         d.u.gemm.alpha = cases[i].alpha;
         ps_schedule *ex = NULL;
         char got[512] = "";
-        TU_CHECK(ps_schedule_expert(&d, cases[i].threads, 1 << 20, 32u << 20, 0, &ex) == PS_SUCCESS, "expert: %s",
+        TU_CHECK(ps_schedule_expert(&d, cases[i].threads, 1 << 20, 32u << 20, 0, 0, &ex) == PS_SUCCESS, "expert: %s",
                  ps_last_error_message());
         if (ex) ps_schedule_format(ex, PS_OP_GEMM, got, sizeof got, NULL);
         ps_schedule_destroy(ex);

@@ -130,8 +130,9 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
     /* The expert's conv rule (L2) and GEMM rule (last level, panels), as the executor's. */
     const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2), llc = ps_machine_cache_bytes(&ctx->machine, 3);
     const size_t panel = ps_machine_panel_bytes(&ctx->machine);
+    const int llc_slow = ps_machine_llc_slow(&ctx->machine);
     if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker(&ctx->machine, desc, top_k);
-    if (ranker == PS_RANKER_NONE) return ps_schedule_expert(desc, nthreads, l2, llc, panel, out);
+    if (ranker == PS_RANKER_NONE) return ps_schedule_expert(desc, nthreads, l2, llc, panel, llc_slow, out);
     if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME && ranker != PS_RANKER_DNN)
         return ps_error(PS_ERR_UNSUPPORTED, "planner: ranker %d is not available in this build", (int)ranker);
     ps_ranking r;
@@ -139,7 +140,7 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
     if (st) return st;
     if (r.n == 0) {
         ps_ranking_release(&r);
-        return ps_schedule_expert(desc, nthreads, l2, llc, panel, out);
+        return ps_schedule_expert(desc, nthreads, l2, llc, panel, llc_slow, out);
     }
     if (ctx->verbose >= 2) {
         for (int i = 0; i < r.n; i++) {
@@ -165,7 +166,7 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
                     best = ms;
                     pick = i;
                 }
-            if (!st && !(st = ps_schedule_expert(desc, nthreads, l2, llc, panel, &fallback)) &&
+            if (!st && !(st = ps_schedule_expert(desc, nthreads, l2, llc, panel, llc_slow, &fallback)) &&
                 !(st = time_schedule(desc, fallback, nthreads, &ctx->machine, &b, &ms)) && ms < best)
                 pick = -1;
         }

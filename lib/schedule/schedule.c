@@ -481,6 +481,33 @@ static int conv_narrow_block(const ps_conv_shape *c, const ps_kernel_shape *ks, 
            call_bytes >= (double)PS_NARROW_MIN_CALL_BYTES;
 }
 
+/* 1x1 convs whose calls all read their weights from beyond L2 run 32-channel
+ * blocks too, where the last level is slow (ps_machine_llc_slow): an image's
+ * whole output is one column block, so each output-channel block's weights
+ * serve one call per image, and the filter bank is too large to stay in L2
+ * between images (the expert's too_big). A kernel pass over a weight block
+ * that comes from memory does 2 x (its register block's columns) flops per
+ * weight float loaded, and LIBXSMM 1.17's 32-row kernels block more columns
+ * than its 64-row ones: weights streamed from memory (polysci-brgemm-ceiling
+ * --k 64 --batch 32 --a-chunks 64|128, Xeon VM, 2 threads) 419 against 344
+ * GFLOP/s at 49 columns, 394 against 329 at 28; with the weights in cache
+ * 452 against 449. The 10 such layers of the six sets (7 x 7 outputs, 1-8
+ * MiB of weights; same loops), old/new binary on the Xeon VM, three rounds
+ * each: 0.976-0.979 -> 1.045-1.047x oneDNN at N = 2, 0.968-0.973 ->
+ * 1.035 at N = 1, every layer +2-14% but resnet_16 at N = 1 (0.91-0.94 ->
+ * 0.91-0.92; session 26, docs/performance.md). Where the weight blocks are
+ * reused by many column blocks (47 x 38 outputs) 32 rows lose up to 12%
+ * (twice the input reads), and on the Zen 5, whose L3 is fast, resnet_19 and
+ * fastrcnn_26/27 lost with them (session 9). */
+static int conv_streamed_weights_block(const ps_desc *desc, const ps_conv_shape *c, const ps_kernel_shape *ks,
+                                       int too_big, int llc_slow)
+{
+    if (!llc_slow || !too_big || c->R * c->S != 1 || ks->m != 64 || c->K % 32) return 0;
+    int64_t ext[PS_DIM_COUNT];
+    ps_tile_space_extents(desc, ks, ext);
+    return ext[PS_DIM_OH] * ext[PS_DIM_OW] == 1;
+}
+
 /* Convs whose filter bank fits in half of L2 run input-stationary: the
  * threads share (image, row, column block) tiles and each runs every
  * output-channel block over its tile's input while it is in cache, the
@@ -509,15 +536,16 @@ static int conv_narrow_block(const ps_conv_shape *c, const ps_kernel_shape *ks, 
  * lost 4.5% and fastrcnn_19 gained 2.5% (the other three take the fixed order
  * there already: uneven tiles). At N >= 2 this rule serves machines whose
  * last level is slow (ps_planner_default_ranker; elsewhere the DNN ranks). */
-static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, ps_schedule **out)
+static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, int llc_slow, ps_schedule **out)
 {
     ps_conv_shape c;
     ps_conv_shape_of(&desc->u.conv, &c);
     const double weight_bytes = (double)ps_conv_weight_elems(&c) * sizeof(float);
     ps_kernel_shape ks = ps_schedule_expert_kernel(desc);
-    const int narrow = conv_narrow_block(&c, &ks, l2_bytes);
     /* Exactly half of L2 is too much from two images up. */
     const int too_big = c.N >= 2 ? 2 * weight_bytes >= (double)l2_bytes : 2 * weight_bytes > (double)l2_bytes;
+    const int narrow = conv_narrow_block(&c, &ks, l2_bytes) ||
+                       (l2_bytes && conv_streamed_weights_block(desc, &c, &ks, too_big, llc_slow));
     if (!l2_bytes || too_big || ps_conv_merges_taps(&c)) {
         if (!narrow) return ps_schedule_default(desc, out);
         /* the default's loops around the 32-channel kernel */
@@ -633,13 +661,13 @@ static int gemm_tiles_even(const ps_gemm_desc *g, const ps_kernel_shape *ks, int
 }
 
 ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, size_t llc_bytes, size_t panel_bytes,
-                             ps_schedule **out)
+                             int llc_slow, ps_schedule **out)
 {
     if (!out) return ps_error(PS_ERR_NULL_POINTER, "ps_schedule_expert: out is NULL");
     *out = NULL;
     ps_status st = ps_desc_validate(desc);
     if (st) return st;
-    if (desc->kind != PS_OP_GEMM) return conv_expert(desc, nthreads, l2_bytes, out);
+    if (desc->kind != PS_OP_GEMM) return conv_expert(desc, nthreads, l2_bytes, llc_slow, out);
     /* L2 blocking for GEMMs: band tiles of 8 row blocks x 2 column blocks
      * with the reduction-chunk loop inside them, so a chunk's B panel of the
      * tile (two blocks) stays in L2 while the tile's 8 A blocks stream past,

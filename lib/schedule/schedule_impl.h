@@ -75,7 +75,9 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
  * one tile of its columns per thread, where those tiles split over the
  * threads as evenly as single blocks do; for
  * spatial convs whose weights per kernel call are 256 KiB or more 32-channel
- * kernel blocks instead of 64; for convs whose weights fit in half
+ * kernel blocks instead of 64, and, where llc_slow (ps_machine_llc_slow), for
+ * 1x1 convs whose every call reads its weights from beyond L2 (one column
+ * block per image, filter bank too large for half of L2); for convs whose weights fit in half
  * of L2 the input-stationary order (every output-channel block over a tile
  * of input while it is in cache) where its tiles balance over the threads,
  * or, where they do not and the weights fit in a quarter of L2, with the
@@ -83,7 +85,7 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
  * ps_schedule_default's order.
  * l2_bytes = 0 (unknown): no conv rule. On success *out is the caller's. */
 ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, size_t llc_bytes, size_t panel_bytes,
-                             ps_schedule **out);
+                             int llc_slow, ps_schedule **out);
 
 /* Lower-case loop name of a dimension for an op kind ("oh", "m", ...). */
 const char *ps_dim_name(ps_op_kind kind, ps_dim dim);
