@@ -487,8 +487,9 @@ static int conv_narrow_block(const ps_conv_shape *c, const ps_kernel_shape *ks, 
  * serve one call per image, and the filter bank is too large to stay in L2
  * between images (the expert's too_big). A kernel pass over a weight block
  * that comes from memory does 2 x (its register block's columns) flops per
- * weight float loaded, and LIBXSMM 1.17's 32-row kernels block more columns
- * than its 64-row ones: weights streamed from memory (polysci-brgemm-ceiling
+ * weight float loaded; LIBXSMM 1.17's 64-row kernels block 6 columns, and
+ * 32-row ones, half the registers per column, presumably more. Weights
+ * streamed from memory (polysci-brgemm-ceiling
  * --k 64 --batch 32 --a-chunks 64|128, Xeon VM, 2 threads) 419 against 344
  * GFLOP/s at 49 columns, 394 against 329 at 28; with the weights in cache
  * 452 against 449. The 10 such layers of the six sets (7 x 7 outputs, 1-8
