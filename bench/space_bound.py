@@ -3,7 +3,7 @@
 
   space_bound.py top DIST.csv K OUT.csv
       per layer of an --exhaustive --dist file, the K fastest schedules
-      (name,schedule: the --candidates format)
+      (name,schedule: the --candidates format; OUT '-': stdout)
   space_bound.py table ROUND.csv [ROUND.csv ...]
       per layer and round: the chosen plan's and the best candidate's
       ratio to oneDNN timed in the same alternating trials
@@ -25,13 +25,15 @@ def top(dist, k, out):
     by = collections.OrderedDict()
     for r in csv.DictReader(open(dist)):
         by.setdefault(r['name'], []).append(r)
-    with open(out, 'w', newline='') as f:
-        w = csv.writer(f)
-        w.writerow(['name', 'schedule'])
-        for name, rs in by.items():
-            rs.sort(key=lambda r: float(r['ms']))
-            for r in rs[:k]:
-                w.writerow([name, r['schedule']])
+    f = sys.stdout if out == '-' else open(out, 'w', newline='')
+    w = csv.writer(f, lineterminator='\n')
+    w.writerow(['name', 'schedule'])
+    for name, rs in by.items():
+        rs.sort(key=lambda r: float(r['ms']))
+        for r in rs[:k]:
+            w.writerow([name, r['schedule']])
+    if f is not sys.stdout:
+        f.close()
 
 
 def geomean(xs):
