@@ -438,6 +438,40 @@ static void conv_expert_rule(ps_context *ctx)
         ps_schedule_destroy(ex);
         ps_schedule_destroy(ds);
     }
+    /* Slow last level, 1x1 filter banks too large for half of L2 with several
+     * column blocks per image: output-channel tiles of a quarter of L2, each
+     * input-stationary. */
+    static const struct {
+        int64_t N, C, K, HW;
+        size_t l2;
+        int llc_slow;
+        const char *loops; /* NULL: the default's */
+    } tiles[] = {
+        {2, 256, 1024, 14, 2 << 20, 1, ": n* k:8* oh* ow* c k"},  /* resnet_13: 64 KiB per block, 8 per 512 KiB */
+        {2, 1024, 256, 14, 2 << 20, 1, ": n* k:2* oh* ow* c k"},  /* resnet_14: 256 KiB per block */
+        {2, 256, 1024, 14, 2 << 20, 0, NULL},                     /* fast last level */
+        {1, 256, 1024, 14, 2 << 20, 1, NULL},                     /* one image: half of L2 is not too much */
+        {2, 1024, 256, 14, 1 << 20, 1, NULL},                     /* a quarter of L2 holds one block: no tiles */
+        {2, 4096, 256, 14, 2 << 20, 1, NULL},                     /* one block (1 MiB) exceeds a quarter */
+        {2, 256, 1024, 7, 2 << 20, 1, NULL},                      /* one column block: the 32-channel rule instead */
+    };
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
+        ps_desc d;
+        conv_shape(&d, tiles[i].N, tiles[i].C, tiles[i].K, tiles[i].HW, 1);
+        ps_schedule *ex = NULL, *ds = NULL;
+        char got[512] = "", dflt[512] = "";
+        TU_CHECK(ps_schedule_expert(&d, 2, tiles[i].l2, 0, 0, tiles[i].llc_slow, &ex) == PS_SUCCESS, "expert: %s",
+                 ps_last_error_message());
+        TU_CHECK(ps_schedule_default(&d, &ds) == PS_SUCCESS, "default: %s", ps_last_error_message());
+        if (ex) ps_schedule_format(ex, PS_OP_CONV_FWD, got, sizeof got, NULL);
+        if (ds) ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, sizeof dflt, NULL);
+        const char *loops = strchr(got, ':'), *dloops = strchr(dflt, ':');
+        const char *want = tiles[i].loops ? tiles[i].loops : dloops;
+        TU_CHECK(loops && want && !strcmp(loops, want), "tile case %zu: expert '%s', want the loops '%s'", i, got,
+                 want ? want : "?");
+        ps_schedule_destroy(ex);
+        ps_schedule_destroy(ds);
+    }
     /* Through the planner: one image, default options, the context's L2. */
     const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2);
     ps_desc d;

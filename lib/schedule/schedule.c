@@ -509,6 +509,31 @@ static int conv_streamed_weights_block(const ps_desc *desc, const ps_conv_shape 
     return ext[PS_DIM_OH] * ext[PS_DIM_OW] == 1;
 }
 
+/* 1x1 convs whose filter bank is too large for half of L2 (too_big) but
+ * whose image has several column blocks run in output-channel tiles of at
+ * most a quarter of L2 of weights, each tile input-stationary (every block
+ * of the tile over an input block while it is in cache, the tile's weights
+ * in L2 beside it), where the last level is slow. The fixed order reads the
+ * whole input once per output-channel block from there. Measured as
+ * candidates beside the plan (Xeon VM, two processes, session 26,
+ * docs/performance.md "Session 26"): the seven such layers of the six sets
+ * at N = 2 0.99-1.10x (fastrcnn_17 1.03-1.10, fastrcnn_18/19 1.01-1.03,
+ * resnet_13 1.02), at N = 1 fastrcnn_18 1.05-1.08, resnet_10 1.00; spatial
+ * layers lose (vgga_03 0.91-1.03). Old/new binary, three rounds: the seven
+ * at N = 2 0.971-0.981 -> 0.994-1.006x oneDNN, the two at N = 1 0.959-0.960
+ * -> 0.993-1.017. Returns the tile in kernel blocks (at least 2: one block is
+ * the fixed order), 0 for no tiles. */
+static int64_t conv_channel_tile(const ps_desc *desc, const ps_conv_shape *c, const ps_kernel_shape *ks,
+                                 size_t l2_bytes, int too_big, int llc_slow)
+{
+    if (!llc_slow || !too_big || !l2_bytes || c->R * c->S != 1) return 0;
+    int64_t ext[PS_DIM_COUNT];
+    ps_tile_space_extents(desc, ks, ext);
+    if (ext[PS_DIM_OH] * ext[PS_DIM_OW] < 2) return 0;
+    const int64_t tile = (int64_t)((double)(l2_bytes / 4) / ((double)ks->m * c->C * sizeof(float)));
+    return tile >= 2 && tile < ext[PS_DIM_K] ? tile : 0;
+}
+
 /* Convs whose filter bank fits in half of L2 run input-stationary: the
  * threads share (image, row, column block) tiles and each runs every
  * output-channel block over its tile's input while it is in cache, the
@@ -548,6 +573,20 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
     const int narrow = conv_narrow_block(&c, &ks, l2_bytes) ||
                        (l2_bytes && conv_streamed_weights_block(desc, &c, &ks, too_big, llc_slow));
     if (!l2_bytes || too_big || ps_conv_merges_taps(&c)) {
+        const int64_t tile = narrow ? 0 : conv_channel_tile(desc, &c, &ks, l2_bytes, too_big, llc_slow);
+        if (tile) {
+            ps_schedule *s;
+            ps_status st = ps_schedule_create(ks.m, ks.n, ks.k, ks.batch, &s);
+            if (st) return st;
+            ps_schedule_add_loop(s, PS_DIM_N, 1, 1);
+            ps_schedule_add_loop(s, PS_DIM_K, tile, 1);
+            ps_schedule_add_loop(s, PS_DIM_OH, 1, 1);
+            ps_schedule_add_loop(s, PS_DIM_OW, 1, 1);
+            ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
+            ps_schedule_add_loop(s, PS_DIM_K, 1, 0);
+            *out = s;
+            return PS_SUCCESS;
+        }
         if (!narrow) return ps_schedule_default(desc, out);
         /* the default's loops around the 32-channel kernel */
         ps_status st = ps_schedule_default(desc, out);
