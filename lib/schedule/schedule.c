@@ -562,6 +562,32 @@ static int64_t conv_channel_tile(const ps_desc *desc, const ps_conv_shape *c, co
  * lost 4.5% and fastrcnn_19 gained 2.5% (the other three take the fixed order
  * there already: uneven tiles). At N >= 2 this rule serves machines whose
  * last level is slow (ps_planner_default_ranker; elsewhere the DNN ranks). */
+/* The input-stationary loops around kernel ks: the threads share (image,
+ * row, column block) tiles, each running the output-channel blocks over its
+ * tile's input, `n* oh* ow* c k`; with k_tile > 0 inside output-channel
+ * tiles of that many blocks, `n* k:T* oh* ow* c k`; with share_k the
+ * output-channel blocks join the parallel band outside the reduction,
+ * `n* oh* ow* k* c`. */
+static ps_status input_stationary(const ps_kernel_shape *ks, int64_t k_tile, int share_k, ps_schedule **out)
+{
+    ps_schedule *s;
+    ps_status st = ps_schedule_create(ks->m, ks->n, ks->k, ks->batch, &s);
+    if (st) return st;
+    ps_schedule_add_loop(s, PS_DIM_N, 1, 1);
+    if (k_tile) ps_schedule_add_loop(s, PS_DIM_K, k_tile, 1);
+    ps_schedule_add_loop(s, PS_DIM_OH, 1, 1);
+    ps_schedule_add_loop(s, PS_DIM_OW, 1, 1);
+    if (share_k) {
+        ps_schedule_add_loop(s, PS_DIM_K, 1, 1);
+        ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
+    } else {
+        ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
+        ps_schedule_add_loop(s, PS_DIM_K, 1, 0);
+    }
+    *out = s;
+    return PS_SUCCESS;
+}
+
 static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, int llc_slow, ps_schedule **out)
 {
     ps_conv_shape c;
@@ -574,19 +600,7 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
                        (l2_bytes && conv_streamed_weights_block(desc, &c, &ks, too_big, llc_slow));
     if (!l2_bytes || too_big || ps_conv_merges_taps(&c)) {
         const int64_t tile = narrow ? 0 : conv_channel_tile(desc, &c, &ks, l2_bytes, too_big, llc_slow);
-        if (tile) {
-            ps_schedule *s;
-            ps_status st = ps_schedule_create(ks.m, ks.n, ks.k, ks.batch, &s);
-            if (st) return st;
-            ps_schedule_add_loop(s, PS_DIM_N, 1, 1);
-            ps_schedule_add_loop(s, PS_DIM_K, tile, 1);
-            ps_schedule_add_loop(s, PS_DIM_OH, 1, 1);
-            ps_schedule_add_loop(s, PS_DIM_OW, 1, 1);
-            ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
-            ps_schedule_add_loop(s, PS_DIM_K, 1, 0);
-            *out = s;
-            return PS_SUCCESS;
-        }
+        if (tile) return input_stationary(&ks, tile, 0, out);
         if (!narrow) return ps_schedule_default(desc, out);
         /* the default's loops around the 32-channel kernel */
         ps_status st = ps_schedule_default(desc, out);
@@ -599,21 +613,7 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
     const int64_t nt = nthreads < 1 ? 1 : nthreads, tiles = ext[PS_DIM_N] * ext[PS_DIM_OH] * ext[PS_DIM_OW];
     const int uneven = 20 * ceil_div(tiles, nt) * ext[PS_DIM_K] > 21 * ceil_div(tiles * ext[PS_DIM_K], nt);
     if (uneven && 4 * weight_bytes > (double)l2_bytes) return ps_schedule_default(desc, out);
-    ps_schedule *s;
-    ps_status st = ps_schedule_create(ks.m, ks.n, ks.k, ks.batch, &s);
-    if (st) return st;
-    ps_schedule_add_loop(s, PS_DIM_N, 1, 1);
-    ps_schedule_add_loop(s, PS_DIM_OH, 1, 1);
-    ps_schedule_add_loop(s, PS_DIM_OW, 1, 1);
-    if (uneven) {
-        ps_schedule_add_loop(s, PS_DIM_K, 1, 1);
-        ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
-    } else {
-        ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
-        ps_schedule_add_loop(s, PS_DIM_K, 1, 0);
-    }
-    *out = s;
-    return PS_SUCCESS;
+    return input_stationary(&ks, 0, uneven, out);
 }
 
 /* Band tiles for GEMMs whose panels each thread packs itself
