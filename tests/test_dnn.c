@@ -367,14 +367,29 @@ static void plan_schedule(ps_context *ctx, const ps_desc *d, ps_ranker ranker, i
     ps_plan_destroy(p);
 }
 
+/* The expert schedule of conv d on two threads with l2 bytes of L2 (no
+ * last-level sizes) and ps_schedule_default's, formatted into got and dflt
+ * (512 bytes each; empty where one failed, which is a check failure). */
+static void expert_and_default(const ps_desc *d, size_t l2, int llc_slow, char *got, char *dflt)
+{
+    ps_schedule *ex = NULL, *ds = NULL;
+    got[0] = dflt[0] = '\0';
+    TU_CHECK(ps_schedule_expert(d, 2, l2, 0, 0, llc_slow, &ex) == PS_SUCCESS, "expert: %s", ps_last_error_message());
+    TU_CHECK(ps_schedule_default(d, &ds) == PS_SUCCESS, "default: %s", ps_last_error_message());
+    if (ex) ps_schedule_format(ex, PS_OP_CONV_FWD, got, 512, NULL);
+    if (ds) ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, 512, NULL);
+    ps_schedule_destroy(ex);
+    ps_schedule_destroy(ds);
+}
+
 /* The expert's conv rules: input-stationary loops (every output-channel block
  * innermost, over a tile of input) when the weights fit in half of L2 and its
  * tiles split evenly over the threads (2 here), or with the output-channel
  * loop parallel too (stationary = 2) where the tiles do not and the weights
  * fit in a quarter of L2, else ps_schedule_default's order; 32-channel kernel blocks for spatial filters whose weights per call
  * (64 channels x the call's C blocks x taps) are 256 KiB or more, and where
- * the last level is slow for 1x1 convs whose every call reads fresh weights;
- * with L2 unknown (0) the default schedule. The plans themselves run against
+ * the last level is slow for 1x1 convs whose every call reads fresh weights,
+ * and there output-channel tiles for larger 1x1 filter banks; with L2 unknown (0) the default schedule. The plans themselves run against
  * the reference in test_schedules (no search, small weights). */
 static void conv_expert_rule(ps_context *ctx)
 {
@@ -415,13 +430,8 @@ static void conv_expert_rule(ps_context *ctx)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ps_desc d;
         conv_shape(&d, cases[i].N, cases[i].C, cases[i].K, cases[i].HW, cases[i].R);
-        ps_schedule *ex = NULL, *ds = NULL;
-        char got[512] = "", dflt[512] = "", want_kernel[512] = "";
-        TU_CHECK(ps_schedule_expert(&d, 2, cases[i].l2, 0, 0, cases[i].llc_slow, &ex) == PS_SUCCESS, "expert: %s",
-                 ps_last_error_message());
-        TU_CHECK(ps_schedule_default(&d, &ds) == PS_SUCCESS, "default: %s", ps_last_error_message());
-        if (ex) ps_schedule_format(ex, PS_OP_CONV_FWD, got, sizeof got, NULL);
-        if (ds) ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, sizeof dflt, NULL);
+        char got[512], dflt[512], want_kernel[512] = "";
+        expert_and_default(&d, cases[i].l2, cases[i].llc_slow, got, dflt);
         const char *loops = strchr(got, ':'), *dloops = strchr(dflt, ':');
         /* the default's kernel, or with 32-channel blocks */
         snprintf(want_kernel, sizeof want_kernel, "%s%.*s", cases[i].narrow ? "32" : "",
@@ -435,8 +445,6 @@ static void conv_expert_rule(ps_context *ctx)
         } else
             TU_CHECK(loops && dloops && !strcmp(loops, dloops), "case %zu: expert '%s', want the default's loops ('%s')",
                      i, got, dflt);
-        ps_schedule_destroy(ex);
-        ps_schedule_destroy(ds);
     }
     /* Slow last level, 1x1 filter banks too large for half of L2 with several
      * column blocks per image: output-channel tiles of a quarter of L2, each
@@ -458,19 +466,12 @@ static void conv_expert_rule(ps_context *ctx)
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
         ps_desc d;
         conv_shape(&d, tiles[i].N, tiles[i].C, tiles[i].K, tiles[i].HW, 1);
-        ps_schedule *ex = NULL, *ds = NULL;
-        char got[512] = "", dflt[512] = "";
-        TU_CHECK(ps_schedule_expert(&d, 2, tiles[i].l2, 0, 0, tiles[i].llc_slow, &ex) == PS_SUCCESS, "expert: %s",
-                 ps_last_error_message());
-        TU_CHECK(ps_schedule_default(&d, &ds) == PS_SUCCESS, "default: %s", ps_last_error_message());
-        if (ex) ps_schedule_format(ex, PS_OP_CONV_FWD, got, sizeof got, NULL);
-        if (ds) ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, sizeof dflt, NULL);
+        char got[512], dflt[512];
+        expert_and_default(&d, tiles[i].l2, tiles[i].llc_slow, got, dflt);
         const char *loops = strchr(got, ':'), *dloops = strchr(dflt, ':');
         const char *want = tiles[i].loops ? tiles[i].loops : dloops;
         TU_CHECK(loops && want && !strcmp(loops, want), "tile case %zu: expert '%s', want the loops '%s'", i, got,
                  want ? want : "?");
-        ps_schedule_destroy(ex);
-        ps_schedule_destroy(ds);
     }
     /* Through the planner: one image, default options, the context's L2. */
     const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2);

@@ -500,13 +500,11 @@ static int conv_narrow_block(const ps_conv_shape *c, const ps_kernel_shape *ks, 
  * reused by many column blocks (47 x 38 outputs) 32 rows lose up to 12%
  * (twice the input reads), and on the Zen 5, whose L3 is fast, resnet_19 and
  * fastrcnn_26/27 lost with them (session 9). */
-static int conv_streamed_weights_block(const ps_desc *desc, const ps_conv_shape *c, const ps_kernel_shape *ks,
-                                       int too_big, int llc_slow)
+static int conv_streamed_weights_block(const ps_conv_shape *c, const ps_kernel_shape *ks,
+                                       const int64_t ext[PS_DIM_COUNT], int too_big, int llc_slow)
 {
-    if (!llc_slow || !too_big || c->R * c->S != 1 || ks->m != 64 || c->K % 32) return 0;
-    int64_t ext[PS_DIM_COUNT];
-    ps_tile_space_extents(desc, ks, ext);
-    return ext[PS_DIM_OH] * ext[PS_DIM_OW] == 1;
+    return llc_slow && too_big && c->R * c->S == 1 && ks->m == 64 && c->K % 32 == 0 &&
+           ext[PS_DIM_OH] * ext[PS_DIM_OW] == 1;
 }
 
 /* 1x1 convs whose filter bank is too large for half of L2 (too_big) but
@@ -523,13 +521,10 @@ static int conv_streamed_weights_block(const ps_desc *desc, const ps_conv_shape 
  * at N = 2 0.971-0.981 -> 0.994-1.006x oneDNN, the two at N = 1 0.959-0.960
  * -> 0.993-1.017. Returns the tile in kernel blocks (at least 2: one block is
  * the fixed order), 0 for no tiles. */
-static int64_t conv_channel_tile(const ps_desc *desc, const ps_conv_shape *c, const ps_kernel_shape *ks,
+static int64_t conv_channel_tile(const ps_conv_shape *c, const ps_kernel_shape *ks, const int64_t ext[PS_DIM_COUNT],
                                  size_t l2_bytes, int too_big, int llc_slow)
 {
-    if (!llc_slow || !too_big || !l2_bytes || c->R * c->S != 1) return 0;
-    int64_t ext[PS_DIM_COUNT];
-    ps_tile_space_extents(desc, ks, ext);
-    if (ext[PS_DIM_OH] * ext[PS_DIM_OW] < 2) return 0;
+    if (!llc_slow || !too_big || !l2_bytes || c->R * c->S != 1 || ext[PS_DIM_OH] * ext[PS_DIM_OW] < 2) return 0;
     const int64_t tile = (int64_t)((double)(l2_bytes / 4) / ((double)ks->m * c->C * sizeof(float)));
     return tile >= 2 && tile < ext[PS_DIM_K] ? tile : 0;
 }
@@ -596,10 +591,12 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
     ps_kernel_shape ks = ps_schedule_expert_kernel(desc);
     /* Exactly half of L2 is too much from two images up. */
     const int too_big = c.N >= 2 ? 2 * weight_bytes >= (double)l2_bytes : 2 * weight_bytes > (double)l2_bytes;
+    int64_t ext[PS_DIM_COUNT]; /* the tile space of the expert kernel */
+    ps_tile_space_extents(desc, &ks, ext);
     const int narrow = conv_narrow_block(&c, &ks, l2_bytes) ||
-                       (l2_bytes && conv_streamed_weights_block(desc, &c, &ks, too_big, llc_slow));
+                       (l2_bytes && conv_streamed_weights_block(&c, &ks, ext, too_big, llc_slow));
     if (!l2_bytes || too_big || ps_conv_merges_taps(&c)) {
-        const int64_t tile = narrow ? 0 : conv_channel_tile(desc, &c, &ks, l2_bytes, too_big, llc_slow);
+        const int64_t tile = narrow ? 0 : conv_channel_tile(&c, &ks, ext, l2_bytes, too_big, llc_slow);
         if (tile) return input_stationary(&ks, tile, 0, out);
         if (!narrow) return ps_schedule_default(desc, out);
         /* the default's loops around the 32-channel kernel */
@@ -607,9 +604,10 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
         if (!st) (*out)->stages[0].kernel.m = 32;
         return st;
     }
-    if (narrow) ks.m = 32;
-    int64_t ext[PS_DIM_COUNT];
-    ps_tile_space_extents(desc, &ks, ext);
+    if (narrow) {
+        ks.m = 32;
+        ps_tile_space_extents(desc, &ks, ext); /* twice the output-channel blocks */
+    }
     const int64_t nt = nthreads < 1 ? 1 : nthreads, tiles = ext[PS_DIM_N] * ext[PS_DIM_OH] * ext[PS_DIM_OW];
     const int uneven = 20 * ceil_div(tiles, nt) * ext[PS_DIM_K] > 21 * ceil_div(tiles * ext[PS_DIM_K], nt);
     if (uneven && 4 * weight_bytes > (double)l2_bytes) return ps_schedule_default(desc, out);
