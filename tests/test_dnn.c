@@ -453,25 +453,54 @@ static void conv_expert_rule(ps_context *ctx)
         int64_t N, C, K, HW;
         size_t l2;
         int llc_slow;
-        const char *loops; /* NULL: the default's */
+        const char *loops; /* the whole schedule; NULL: the default's */
     } tiles[] = {
-        {2, 256, 1024, 14, 2 << 20, 1, ": n* k:8* oh* ow* c k"},  /* resnet_13: 64 KiB per block, 8 per 512 KiB */
-        {2, 1024, 256, 14, 2 << 20, 1, ": n* k:2* oh* ow* c k"},  /* resnet_14: 256 KiB per block */
+        /* resnet_13: 64 KiB per block, 8 per 512 KiB; 512 channels share each
+         * 28-column input block, so 32-channel blocks (short register
+         * blocks, below), 16 per tile */
+        {2, 256, 1024, 14, 2 << 20, 1, "32x28x64/4 : n* k:16* oh* ow* c k"},
+        {2, 1024, 256, 14, 2 << 20, 1, "64x28x64/16 : n* k:2* oh* ow* c k"}, /* resnet_14: 256 KiB per block */
         {2, 256, 1024, 14, 2 << 20, 0, NULL},                     /* fast last level */
-        {1, 256, 1024, 14, 2 << 20, 1, NULL},                     /* one image: half of L2 is not too much */
+        {1, 256, 1024, 14, 2 << 20, 1, "32x28x64/4 : n* k* oh* ow* c"}, /* one image: half of L2 is not too much */
         {2, 1024, 256, 14, 1 << 20, 1, NULL},                     /* a quarter of L2 holds one block: no tiles */
         {2, 4096, 256, 14, 2 << 20, 1, NULL},                     /* one block (1 MiB) exceeds a quarter */
-        {2, 256, 1024, 7, 2 << 20, 1, NULL},                      /* one column block: the 32-channel rule instead */
+        {2, 256, 1024, 7, 2 << 20, 1, "32x49x64/4 : n* k* oh* ow* c"}, /* one column block: the 32-channel rule */
     };
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
         ps_desc d;
         conv_shape(&d, tiles[i].N, tiles[i].C, tiles[i].K, tiles[i].HW, 1);
         char got[512], dflt[512];
         expert_and_default(&d, tiles[i].l2, tiles[i].llc_slow, got, dflt);
-        const char *loops = strchr(got, ':'), *dloops = strchr(dflt, ':');
-        const char *want = tiles[i].loops ? tiles[i].loops : dloops;
-        TU_CHECK(loops && want && !strcmp(loops, want), "tile case %zu: expert '%s', want the loops '%s'", i, got,
-                 want ? want : "?");
+        const char *want = tiles[i].loops ? tiles[i].loops : dflt;
+        TU_CHECK(!strcmp(got, want), "tile case %zu: expert '%s', want '%s'", i, got, want);
+    }
+    /* Slow last level, 64-row kernels whose width leaves a short last
+     * register block (not a multiple of 6 columns): 32-channel blocks for
+     * spatial filters, and for 1x1 convs where at least 256 output channels
+     * share each input block and a call's input block is at most 64 KiB.
+     * Whole schedules (2 MiB of L2, two threads). */
+    static const struct {
+        int64_t N, C, K, HW, R;
+        int llc_slow;
+        const char *want;
+    } short_blocks[] = {
+        {2, 64, 64, 56, 3, 1, "32x28x64/1 : n* oh* ow* c k"},     /* resnet_03: 28 = 4 x 6 + 4 */
+        {2, 64, 64, 56, 3, 0, "64x28x64/1 : n* oh* ow* c k"},     /* fast last level */
+        {2, 64, 64, 30, 3, 1, "64x30x64/1 : n* oh* ow* c k"},     /* 30 columns: five whole blocks */
+        {2, 256, 256, 28, 1, 1, "32x28x64/4 : n* oh* ow* c k"},   /* mobilenet_06: 256 channels, 28 KiB */
+        {2, 256, 128, 28, 1, 1, "64x28x64/4 : n* oh* ow* c k"},   /* 128 channels share an input block */
+        {1, 256, 1024, 14, 1, 1, "32x28x64/4 : n* k* oh* ow* c"}, /* resnet_13, one image: the default's loops */
+        {1, 1024, 256, 14, 1, 1, "64x28x64/16 : n* k* oh* ow* c"}, /* resnet_14: 112 KiB of input per call */
+        {2, 64, 256, 56, 1, 1, "64x112x64/1 : n* oh* ow* c k"},   /* C <= 128: wide calls keep 64 rows */
+        {2, 3, 64, 56, 3, 1, NULL},                               /* merged taps: the default */
+    };
+    for (size_t i = 0; i < sizeof short_blocks / sizeof short_blocks[0]; i++) {
+        ps_desc d;
+        conv_shape(&d, short_blocks[i].N, short_blocks[i].C, short_blocks[i].K, short_blocks[i].HW, short_blocks[i].R);
+        char got[512], dflt[512];
+        expert_and_default(&d, 2 << 20, short_blocks[i].llc_slow, got, dflt);
+        const char *want = short_blocks[i].want ? short_blocks[i].want : dflt;
+        TU_CHECK(!strcmp(got, want), "short-block case %zu: expert '%s', want '%s'", i, got, want);
     }
     /* Through the planner: one image, default options, the context's L2. */
     const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2);

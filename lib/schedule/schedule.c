@@ -278,6 +278,8 @@ static int pick_width(int64_t ow, int max)
  * 18 columns 413-417 GFLOP/s, 7 (6 + 1) 344, 8 370, 13 379, 19 379, 11 and
  * 17 (last block of 5) 404-407. PS_CALL_FIXED stands for the call itself. */
 #define PS_REG_BLOCK 6
+/* The expert's usual cap on a conv kernel's columns (ps_schedule_expert_kernel). */
+#define PS_CONV_MAX_WIDTH 30
 #define PS_BLOCK_FIXED 2.7
 #define PS_CALL_FIXED 3.0
 static double call_cost64(int64_t n)
@@ -362,7 +364,7 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
          * alternating: fastrcnn_05 2.77-2.82 vs 3.00-3.14 ms in two rounds,
          * fastrcnn_03 5.40-5.73 vs 5.86-5.92 in three). No shared layer has another
          * OW whose widest divisor moves (56, 112, 224 -> 28; 75 -> 25). */
-        int max_n = 30;
+        int max_n = PS_CONV_MAX_WIDTH;
         /* 1x1 convs whose calls reduce over few floats (C <= 128: the whole
          * C per call) do as little work per call as few-channel convs: up
          * to 112 columns. Intel Xeon, session 13 (docs/performance.md): one
@@ -529,6 +531,44 @@ static int64_t conv_channel_tile(const ps_conv_shape *c, const ps_kernel_shape *
     return tile >= 2 && tile < ext[PS_DIM_K] ? tile : 0;
 }
 
+/* 32-channel blocks where the 64-row kernel's width leaves a short last
+ * register block, where the last level is slow. LIBXSMM 1.17 blocks a
+ * 64-row kernel's columns by 6 (PS_REG_BLOCK) and a 32-row kernel's by
+ * about 14, and every register block passes over the call's weights once:
+ * cached operands, polysci-brgemm-ceiling --k 64 --batch 8 --threads 2
+ * (Xeon VM, session 27), 14 columns 432 (64 rows: 6 + 6 + 2) against 470
+ * GFLOP/s (32 rows), 13 423 against 469, 28 458 against 469; at multiples of
+ * 6 the two are alike (12: 466/467). In a layer the 32-row kernel reads each
+ * input block twice as often, so for 1x1 convs it pays only where at least
+ * PS_SHORT_BLOCK_MIN_CHANNELS output channels (the tile's, in output-channel
+ * tiles) share each input block and a call's input block stays within
+ * PS_SHORT_BLOCK_MAX_INPUT_BYTES. Measured as candidates beside the plan
+ * (same loops, three processes each, N = 1 / N = 2; session 27,
+ * docs/performance.md): resnet_03 and vgga_02 (3 x 3, 28 columns)
+ * 1.034-1.038 / 1.030-1.037 (vgga_02 at N = 1 0.998-1.003); resnet_11 (14
+ * columns, 256 channels) 1.026-1.035 / 1.023-1.029; resnet_10, resnet_13,
+ * mobilenet_06/07/08 (28 columns, 256-1024 channels) 1.005-1.023; resnet_05
+ * 1.003-1.006 / 0.994-0.998. Outside: fewer channels (resnet_04, 64: 0.995-
+ * 1.000 / 0.976-0.979; resnet_06/09, 128: 1.015-1.022 / 0.988-0.998) or
+ * larger input blocks (resnet_14, 112 KiB per call: 0.981-1.002 / 0.966-
+ * 1.001). Wide calls (beyond the usual cap of PS_CONV_MAX_WIDTH columns:
+ * few-channel convs, 1x1 convs with C <= 128) and 30-column rows keep 64
+ * rows: there 32 rows lost (session 26: 0.83-0.98 on fastrcnn_02-14 and
+ * mobilenet_02, 0.92-0.98 on fastrcnn_03/06). channels: the output channels
+ * sharing an input block. */
+#define PS_SHORT_BLOCK_MIN_CHANNELS 256
+#define PS_SHORT_BLOCK_MAX_INPUT_BYTES (64u << 10)
+static int conv_short_register_block(const ps_conv_shape *c, const ps_kernel_shape *ks, int64_t channels,
+                                     int llc_slow)
+{
+    if (!llc_slow || ks->m != 64 || c->K % 32 || ks->n > PS_CONV_MAX_WIDTH || ks->n % PS_REG_BLOCK == 0 ||
+        ps_conv_few_channels(c) || ps_conv_merges_taps(c))
+        return 0;
+    if (c->R * c->S > 1) return 1;
+    const double input_bytes = (double)ks->n * ks->k * ks->batch * sizeof(float);
+    return channels >= PS_SHORT_BLOCK_MIN_CHANNELS && input_bytes <= (double)PS_SHORT_BLOCK_MAX_INPUT_BYTES;
+}
+
 /* Convs whose filter bank fits in half of L2 run input-stationary: the
  * threads share (image, row, column block) tiles and each runs every
  * output-channel block over its tile's input while it is in cache, the
@@ -583,6 +623,15 @@ static ps_status input_stationary(const ps_kernel_shape *ks, int64_t k_tile, int
     return PS_SUCCESS;
 }
 
+/* ps_schedule_default's loops around a kernel of m rows (the expert's
+ * kernel, or its 32-channel form). */
+static ps_status default_loops(const ps_desc *desc, int m, ps_schedule **out)
+{
+    ps_status st = ps_schedule_default(desc, out);
+    if (!st) (*out)->stages[0].kernel.m = m;
+    return st;
+}
+
 static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, int llc_slow, ps_schedule **out)
 {
     ps_conv_shape c;
@@ -596,21 +645,24 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
     const int narrow = conv_narrow_block(&c, &ks, l2_bytes) ||
                        (l2_bytes && conv_streamed_weights_block(&c, &ks, ext, too_big, llc_slow));
     if (!l2_bytes || too_big || ps_conv_merges_taps(&c)) {
-        const int64_t tile = narrow ? 0 : conv_channel_tile(&c, &ks, ext, l2_bytes, too_big, llc_slow);
-        if (tile) return input_stationary(&ks, tile, 0, out);
-        if (!narrow) return ps_schedule_default(desc, out);
-        /* the default's loops around the 32-channel kernel */
-        ps_status st = ps_schedule_default(desc, out);
-        if (!st) (*out)->stages[0].kernel.m = 32;
-        return st;
+        int64_t tile = narrow ? 0 : conv_channel_tile(&c, &ks, ext, l2_bytes, too_big, llc_slow);
+        const int rows32 = narrow || (l2_bytes && conv_short_register_block(&c, &ks, tile ? tile * ks.m : c.K, llc_slow));
+        if (tile) {
+            if (rows32) {
+                tile *= ks.m / 32; /* the same channels in 32-channel blocks */
+                ks.m = 32;
+            }
+            return input_stationary(&ks, tile, 0, out);
+        }
+        return default_loops(desc, rows32 ? 32 : ks.m, out);
     }
-    if (narrow) {
+    if (narrow || conv_short_register_block(&c, &ks, c.K, llc_slow)) {
         ks.m = 32;
         ps_tile_space_extents(desc, &ks, ext); /* twice the output-channel blocks */
     }
     const int64_t nt = nthreads < 1 ? 1 : nthreads, tiles = ext[PS_DIM_N] * ext[PS_DIM_OH] * ext[PS_DIM_OW];
     const int uneven = 20 * ceil_div(tiles, nt) * ext[PS_DIM_K] > 21 * ceil_div(tiles * ext[PS_DIM_K], nt);
-    if (uneven && 4 * weight_bytes > (double)l2_bytes) return ps_schedule_default(desc, out);
+    if (uneven && 4 * weight_bytes > (double)l2_bytes) return default_loops(desc, ks.m, out);
     return input_stationary(&ks, 0, uneven, out);
 }
 
