@@ -77,7 +77,10 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
  * spatial convs whose weights per kernel call are 256 KiB or more 32-channel
  * kernel blocks instead of 64, and, where llc_slow (ps_machine_llc_slow), for
  * 1x1 convs whose every call reads its weights from beyond L2 (one column
- * block per image, filter bank too large for half of L2); where llc_slow,
+ * block per image, filter bank too large for half of L2) and for convs
+ * whose 64-row kernel width leaves a short register block (not a multiple
+ * of 6 columns; 1x1 only with >= 256 output channels per input block and
+ * <= 64 KiB of input per call); where llc_slow,
  * 1x1 convs with filter banks too large for half of L2 and several column
  * blocks per image in output-channel tiles of at most a quarter of L2 of
  * weights, input-stationary within each tile; for convs whose weights fit in half
