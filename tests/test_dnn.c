@@ -26,6 +26,7 @@
 #include "plan/context_impl.h"
 #include "polysci/polysci.h"
 #include "ranking/dnn.h"
+#include "ranking/planner.h"
 #include "ranking/rank.h"
 #include "reference.h"
 #include "schedule/schedule_impl.h"
@@ -265,9 +266,8 @@ static void plan(ps_context *ctx, ps_ranker ranker, int top_k)
     /* With timing, the expert schedule competes too. */
     char dflt[512] = "";
     ps_schedule *ds = NULL;
-    const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2), llc = ps_machine_cache_bytes(&ctx->machine, 3);
-    const int slow = ps_machine_llc_slow(&ctx->machine);
-    if (ps_schedule_expert(&d, 2, l2, llc, ps_machine_panel_bytes(&ctx->machine), slow, &ds) == PS_SUCCESS)
+    const ps_expert_facts facts = ps_planner_expert_facts(&ctx->machine);
+    if (ps_schedule_expert(&d, 2, &facts, &ds) == PS_SUCCESS)
         ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, sizeof dflt, NULL);
     ps_schedule_destroy(ds);
     TU_CHECK((at >= 0 && at < (top_k > 1 ? top_k : 1)) || (top_k > 1 && !strcmp(text, dflt)),
@@ -325,9 +325,8 @@ static void conv_default(ps_context *ctx, int64_t N, int l3_fast)
         TU_CHECK(ps_plan_create(ctx, &d, &o, &p) == PS_SUCCESS, "conv plan: %s", ps_last_error_message());
         o.ranker = PS_RANKER_DNN;
         TU_CHECK(ps_cost_query(ctx, &d, &o, &rep) == PS_SUCCESS, "DNN cost query: %s", ps_last_error_message());
-        TU_CHECK(ps_schedule_expert(&d, 2, ps_machine_cache_bytes(&ctx->machine, 2),
-                                    ps_machine_cache_bytes(&ctx->machine, 3), ps_machine_panel_bytes(&ctx->machine),
-                                    ps_machine_llc_slow(&ctx->machine), &ds) == PS_SUCCESS,
+        const ps_expert_facts facts = ps_planner_expert_facts(&ctx->machine);
+        TU_CHECK(ps_schedule_expert(&d, 2, &facts, &ds) == PS_SUCCESS,
                  "expert schedule: %s", ps_last_error_message());
         ps_variant_cost first;
         if (p && ds && rep && ps_cost_report_get(rep, 0, &first) == PS_SUCCESS) {
@@ -374,7 +373,8 @@ static void expert_and_default(const ps_desc *d, size_t l2, int llc_slow, char *
 {
     ps_schedule *ex = NULL, *ds = NULL;
     got[0] = dflt[0] = '\0';
-    TU_CHECK(ps_schedule_expert(d, 2, l2, 0, 0, llc_slow, &ex) == PS_SUCCESS, "expert: %s", ps_last_error_message());
+    const ps_expert_facts facts = {.l2_bytes = l2, .llc_slow = llc_slow};
+    TU_CHECK(ps_schedule_expert(d, 2, &facts, &ex) == PS_SUCCESS, "expert: %s", ps_last_error_message());
     TU_CHECK(ps_schedule_default(d, &ds) == PS_SUCCESS, "default: %s", ps_last_error_message());
     if (ex) ps_schedule_format(ex, PS_OP_CONV_FWD, got, 512, NULL);
     if (ds) ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, 512, NULL);
@@ -636,7 +636,8 @@ static void gemm_panel_rule(void)
         gemm_shape(&d, cases[i].M, cases[i].N, cases[i].K, 1);
         ps_schedule *ex = NULL;
         char got[512] = "";
-        TU_CHECK(ps_schedule_expert(&d, cases[i].threads, 1 << 20, cases[i].llc, cases[i].panel, 0, &ex) == PS_SUCCESS,
+        const ps_expert_facts facts = {.l2_bytes = 1 << 20, .llc_bytes = cases[i].llc, .panel_bytes = cases[i].panel};
+        TU_CHECK(ps_schedule_expert(&d, cases[i].threads, &facts, &ex) == PS_SUCCESS,
                  "expert: %s", ps_last_error_message());
         if (ex) ps_schedule_format(ex, PS_OP_GEMM, got, sizeof got, NULL);
         ps_schedule_destroy(ex);
@@ -681,7 +682,8 @@ static void gemm_in_place_rule(void)
         d.u.gemm.alpha = cases[i].alpha;
         ps_schedule *ex = NULL;
         char got[512] = "";
-        TU_CHECK(ps_schedule_expert(&d, cases[i].threads, 1 << 20, 32u << 20, 0, 0, &ex) == PS_SUCCESS, "expert: %s",
+        const ps_expert_facts facts = {.l2_bytes = 1 << 20, .llc_bytes = 32u << 20};
+        TU_CHECK(ps_schedule_expert(&d, cases[i].threads, &facts, &ex) == PS_SUCCESS, "expert: %s",
                  ps_last_error_message());
         if (ex) ps_schedule_format(ex, PS_OP_GEMM, got, sizeof got, NULL);
         ps_schedule_destroy(ex);

@@ -123,16 +123,23 @@ static ps_status time_schedule(const ps_desc *desc, const ps_schedule *s, int nt
     return PS_SUCCESS;
 }
 
+ps_expert_facts ps_planner_expert_facts(const ps_machine *m)
+{
+    /* The expert's conv rules (L2, a slow last level) and GEMM rule (last
+     * level, panels), from the same machine model the executor reads. */
+    return (ps_expert_facts){.l2_bytes = ps_machine_cache_bytes(m, 2),
+                             .llc_bytes = ps_machine_cache_bytes(m, 3),
+                             .panel_bytes = ps_machine_panel_bytes(m),
+                             .llc_slow = ps_machine_llc_slow(m)};
+}
+
 ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, ps_ranker ranker, int top_k,
                             ps_schedule **out)
 {
     *out = NULL;
-    /* The expert's conv rule (L2) and GEMM rule (last level, panels), as the executor's. */
-    const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2), llc = ps_machine_cache_bytes(&ctx->machine, 3);
-    const size_t panel = ps_machine_panel_bytes(&ctx->machine);
-    const int llc_slow = ps_machine_llc_slow(&ctx->machine);
+    const ps_expert_facts facts = ps_planner_expert_facts(&ctx->machine);
     if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker(&ctx->machine, desc, top_k);
-    if (ranker == PS_RANKER_NONE) return ps_schedule_expert(desc, nthreads, l2, llc, panel, llc_slow, out);
+    if (ranker == PS_RANKER_NONE) return ps_schedule_expert(desc, nthreads, &facts, out);
     if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME && ranker != PS_RANKER_DNN)
         return ps_error(PS_ERR_UNSUPPORTED, "planner: ranker %d is not available in this build", (int)ranker);
     ps_ranking r;
@@ -140,7 +147,7 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
     if (st) return st;
     if (r.n == 0) {
         ps_ranking_release(&r);
-        return ps_schedule_expert(desc, nthreads, l2, llc, panel, llc_slow, out);
+        return ps_schedule_expert(desc, nthreads, &facts, out);
     }
     if (ctx->verbose >= 2) {
         for (int i = 0; i < r.n; i++) {
@@ -166,7 +173,7 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, 
                     best = ms;
                     pick = i;
                 }
-            if (!st && !(st = ps_schedule_expert(desc, nthreads, l2, llc, panel, llc_slow, &fallback)) &&
+            if (!st && !(st = ps_schedule_expert(desc, nthreads, &facts, &fallback)) &&
                 !(st = time_schedule(desc, fallback, nthreads, &ctx->machine, &b, &ms)) && ms < best)
                 pick = -1;
         }

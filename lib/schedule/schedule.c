@@ -750,14 +750,15 @@ static int gemm_tiles_even(const ps_gemm_desc *g, const ps_kernel_shape *ks, int
     return 20 * gemm_makespan(g, ks, tm, tn, nt) <= 21 * even;
 }
 
-ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, size_t llc_bytes, size_t panel_bytes,
-                             int llc_slow, ps_schedule **out)
+ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, const ps_expert_facts *facts, ps_schedule **out)
 {
     if (!out) return ps_error(PS_ERR_NULL_POINTER, "ps_schedule_expert: out is NULL");
     *out = NULL;
+    if (!facts) return ps_error(PS_ERR_NULL_POINTER, "ps_schedule_expert: facts is NULL");
     ps_status st = ps_desc_validate(desc);
     if (st) return st;
-    if (desc->kind != PS_OP_GEMM) return conv_expert(desc, nthreads, l2_bytes, llc_slow, out);
+    const size_t l2_bytes = facts->l2_bytes;
+    if (desc->kind != PS_OP_GEMM) return conv_expert(desc, nthreads, l2_bytes, facts->llc_slow, out);
     /* L2 blocking for GEMMs: band tiles of 8 row blocks x 2 column blocks
      * with the reduction-chunk loop inside them, so a chunk's B panel of the
      * tile (two blocks) stays in L2 while the tile's 8 A blocks stream past,
@@ -786,7 +787,7 @@ ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes,
     const int64_t even = gemm_makespan(g, &ks, 1, 1, nt);
     int64_t tile_m, tile_n;
     ps_kernel_shape panel_ks = ks; /* the panel tiles may halve the batch */
-    int found = ps_gemm_panels_pay(&shape, llc_bytes, panel_bytes) &&
+    int found = ps_gemm_panels_pay(&shape, facts->llc_bytes, facts->panel_bytes) &&
                 gemm_panel_tiles(g, &panel_ks, nt, &tile_m, &tile_n) && gemm_tiles_even(g, &panel_ks, nt, even, tile_m, tile_n);
     if (found)
         ks = panel_ks;

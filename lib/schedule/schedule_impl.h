@@ -60,10 +60,19 @@ static inline int64_t ps_loop_trips(const ps_loop *l, int64_t left[PS_DIM_COUNT]
  * variant space share it, so the planner ranks outer loops only. */
 ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
 
-/* The expert's schedule on nthreads threads with l2_bytes of L2 per core,
- * llc_bytes of last-level cache and the machine's panel_bytes
- * (ps_machine_panel_bytes), what the default options run when they do not
- * search: ps_schedule_default's kernel (its batch halved for the long panel
+/* The machine facts the expert's rules read. Plain numbers rather than a
+ * ps_machine, so that this component does not depend on the machine model
+ * and tests can state a machine in one initializer; the planner fills them
+ * with ps_machine_expert_facts. */
+typedef struct ps_expert_facts {
+    size_t l2_bytes;    /* L2 per core; 0 (unknown): no conv rule */
+    size_t llc_bytes;   /* last-level cache (ps_machine_cache_bytes) */
+    size_t panel_bytes; /* ps_machine_panel_bytes */
+    int llc_slow;       /* ps_machine_llc_slow: the Xeon-only rules below */
+} ps_expert_facts;
+
+/* The expert's schedule on nthreads threads of the machine *facts, what the
+ * default options run when they do not search: ps_schedule_default's kernel (its batch halved for the long panel
  * tiles below), and as loops: for GEMMs band tiles of
  * 8 x 2 kernel blocks with the reduction loop inside them (L2 blocking), or,
  * where panels pay (ps_gemm_panels_pay), tiles spanning the smaller side
@@ -89,9 +98,8 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
  * or, where they do not and the weights fit in a quarter of L2, with the
  * output-channel blocks shared between the threads too; else
  * ps_schedule_default's order.
- * l2_bytes = 0 (unknown): no conv rule. On success *out is the caller's. */
-ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, size_t llc_bytes, size_t panel_bytes,
-                             int llc_slow, ps_schedule **out);
+ * facts->l2_bytes = 0 (unknown): no conv rule. On success *out is the caller's. */
+ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, const ps_expert_facts *facts, ps_schedule **out);
 
 /* Lower-case loop name of a dimension for an op kind ("oh", "m", ...). */
 const char *ps_dim_name(ps_op_kind kind, ps_dim dim);
