@@ -63,7 +63,7 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
 /* The machine facts the expert's rules read. Plain numbers rather than a
  * ps_machine, so that this component does not depend on the machine model
  * and tests can state a machine in one initializer; the planner fills them
- * with ps_machine_expert_facts. */
+ * with ps_planner_expert_facts. */
 typedef struct ps_expert_facts {
     size_t l2_bytes;    /* L2 per core; 0 (unknown): no conv rule */
     size_t llc_bytes;   /* last-level cache (ps_machine_cache_bytes) */
@@ -72,9 +72,10 @@ typedef struct ps_expert_facts {
 } ps_expert_facts;
 
 /* The expert's schedule on nthreads threads of the machine *facts, what the
- * default options run when they do not search: ps_schedule_default's kernel (its batch halved for the long panel
- * tiles below), and as loops: for GEMMs band tiles of
- * 8 x 2 kernel blocks with the reduction loop inside them (L2 blocking), or,
+ * default options run when they do not search: ps_schedule_default's kernel
+ * (its batch halved for the long panel tiles below), and as loops: for
+ * GEMMs band tiles of 8 x 2 kernel blocks with the reduction loop inside
+ * them (L2 blocking), or,
  * where panels pay (ps_gemm_panels_pay), tiles spanning the smaller side
  * whole (up to ~1024 elements; 1025-3072 whole too, at half the kernel's
  * batch; a longer one in equal tiles of at most 1024) and ~528-768 elements
