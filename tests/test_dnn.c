@@ -502,6 +502,45 @@ static void conv_expert_rule(ps_context *ctx)
         const char *want = short_blocks[i].want ? short_blocks[i].want : dflt;
         TU_CHECK(!strcmp(got, want), "short-block case %zu: expert '%s', want '%s'", i, got, want);
     }
+    /* Slow last level, convs whose taps merge (few-channel first layers): 32
+     * rows where a 64-row call's weights and the input rows under its column
+     * block overflow L1 and a 32-row call's fit, K that 64 does not divide in
+     * the fewest blocks of a 16-row multiple, and with several blocks the
+     * output-channel loop innermost. Whole schedules (2 MiB of L2, two
+     * threads); resnet_00 holds 37632 + 19236 bytes at 64 rows, 18816 +
+     * 19236 at 32. */
+    static const struct {
+        int64_t N, HW, K, R, stride, pad;
+        size_t l1;
+        int llc_slow;
+        const char *want;
+    } merged[] = {
+        {1, 224, 64, 7, 2, 3, 48 << 10, 1, "32x112x3/1 : n* oh* ow* c k"}, /* resnet_00 */
+        {2, 224, 64, 7, 2, 3, 48 << 10, 1, "32x112x3/1 : n* oh* ow* c k"}, /* ... rows, not strips */
+        {2, 224, 64, 7, 2, 3, 48 << 10, 0, "64x112x3/1 : n* k* ow* oh* c"}, /* fast last level: the default */
+        {1, 224, 64, 7, 2, 3, 0, 1, "64x112x3/1 : n* k* oh* ow* c"},       /* L1 unknown */
+        {1, 224, 64, 7, 2, 3, 56868, 1, "64x112x3/1 : n* k* oh* ow* c"},   /* 64 rows fit exactly */
+        {1, 224, 64, 7, 2, 3, 56864, 1, "32x112x3/1 : n* oh* ow* c k"},    /* ... one float less */
+        {1, 224, 64, 7, 2, 3, 38048, 1, "64x112x3/1 : n* k* oh* ow* c"},   /* 32 rows overflow by a float */
+        {1, 224, 64, 3, 1, 1, 48 << 10, 1, "64x224x3/1 : n* k* oh* ow* c"}, /* vgga_01: 64 rows fit */
+        {1, 227, 64, 11, 4, 0, 48 << 10, 1, "64x55x3/1 : n* k* oh* ow* c"}, /* alexnet_01: neither fits */
+        {1, 231, 96, 11, 4, 0, 48 << 10, 1, "48x56x3/1 : n* oh* ow* c k"},  /* overfeat_01: 96 = 2 x 48 */
+        {2, 231, 96, 11, 4, 0, 48 << 10, 0, "32x56x3/1 : n* k* ow* oh* c"}, /* ... fast last level */
+    };
+    for (size_t i = 0; i < sizeof merged / sizeof merged[0]; i++) {
+        ps_desc d;
+        conv_shape(&d, merged[i].N, 3, merged[i].K, merged[i].HW, merged[i].R);
+        ps_conv_desc *c = &d.u.conv;
+        c->stride_h = c->stride_w = merged[i].stride;
+        c->pad_top = c->pad_bottom = c->pad_left = c->pad_right = merged[i].pad;
+        const ps_expert_facts facts = {.l1_bytes = merged[i].l1, .l2_bytes = 2 << 20, .llc_slow = merged[i].llc_slow};
+        ps_schedule *ex = NULL;
+        char got[512] = "";
+        TU_CHECK(ps_schedule_expert(&d, 2, &facts, &ex) == PS_SUCCESS, "merged case %zu: %s", i, ps_last_error_message());
+        if (ex) ps_schedule_format(ex, PS_OP_CONV_FWD, got, sizeof got, NULL);
+        ps_schedule_destroy(ex);
+        TU_CHECK(!strcmp(got, merged[i].want), "merged case %zu: expert '%s', want '%s'", i, got, merged[i].want);
+    }
     /* Through the planner: one image, default options, the context's L2. */
     const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2);
     ps_desc d;

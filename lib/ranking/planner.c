@@ -125,9 +125,10 @@ static ps_status time_schedule(const ps_desc *desc, const ps_schedule *s, int nt
 
 ps_expert_facts ps_planner_expert_facts(const ps_machine *m)
 {
-    /* The expert's conv rules (L2, a slow last level) and GEMM rule (last
-     * level, panels), from the same machine model the executor reads. */
-    return (ps_expert_facts){.l2_bytes = ps_machine_cache_bytes(m, 2),
+    /* The expert's conv rules (L1, L2, a slow last level) and GEMM rule
+     * (last level, panels), from the same machine model the executor reads. */
+    return (ps_expert_facts){.l1_bytes = ps_machine_cache_bytes(m, 1),
+                             .l2_bytes = ps_machine_cache_bytes(m, 2),
                              .llc_bytes = ps_machine_cache_bytes(m, 3),
                              .panel_bytes = ps_machine_panel_bytes(m),
                              .llc_slow = ps_machine_llc_slow(m)};

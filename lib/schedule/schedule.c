@@ -579,7 +579,8 @@ static int conv_short_register_block(const ps_conv_shape *c, const ps_kernel_sha
  * <= 512 KiB, 37 layers: 1.042x at N = 1 (0.905-1.175), 1.022x at N = 2
  * (0.976-1.076); 1-2 MiB: 0.51-1.05x; larger: 0.50-1.02x. Convs with
  * merged taps keep the default's walk (strips for N >= 2; resnet_00 at N = 2
- * ran rows at 0.975-1.012x of strips in four runs). ResNet-50 at N = 1 (the
+ * ran rows at 0.975-1.012x of strips in four runs) but where
+ * conv_merged_taps_rows splits their output channels. ResNet-50 at N = 1 (the
  * one-image default) then: 1.02x the fixed order (docs/performance.md).
  * Where the tiles do not split over the threads within 5% as evenly as the
  * fixed order's (tiles x output-channel blocks) do (mobilenet_07 at N = 1, 7
@@ -623,6 +624,47 @@ static ps_status input_stationary(const ps_kernel_shape *ks, int64_t k_tile, int
     return PS_SUCCESS;
 }
 
+/* Convs whose taps merge (ps_conv_merges_taps: the few-channel first
+ * layers), where the last level is slow: the kernel's rows, 0 for no rule.
+ * Each call reduces over all R x S x C weights of its output-channel block
+ * (merged taps need the whole C in one block) and reads the R input rows
+ * under its column block, and the q tap-phase calls of a block read the same
+ * rows again. A 64-row kernel whose weights and those rows overflow L1 runs
+ * 32 rows where they fit, each block in turn over the rows (the output-
+ * channel loop innermost, so the rows stay in L1 across the blocks): cached,
+ * the 32-row call is 2-4% faster on every merged first layer of the six sets
+ * (polysci-brgemm-ceiling with each layer's call: resnet_00 --m 32|64 --n 28
+ * --k 21 --batch 7 --ldb 24 --b-offset 687 --ldc 256 --c-phases 4, 456-459
+ * against 440-442 GFLOP/s), and in the layer it gains where the rows fit:
+ * resnet_00 (7x7/2, 37 KiB of weights at 64 rows, 19 KiB of rows) 1.03-1.04x
+ * at N = 1, 1.04-1.06x at N = 2; where they do not fit either way it loses
+ * (alexnet_01, 46 KiB of weights at 32 rows: 0.97) or ties (fastrcnn_01, 50
+ * KiB of rows: 1.00-1.01 / 0.99-1.00), and where 64 rows fit it loses
+ * (vgga_01: 0.98 / 0.93-1.00). Output channels that 64 does not divide come
+ * in the fewest blocks of a 16-row multiple that does, the output-channel
+ * loop innermost: overfeat_01 (K = 96) ran 48 rows so at 1.07-1.11x its
+ * 32-row plan (`n* k* oh* ow* c`, where the threads split the channel
+ * blocks) at N = 1 and 1.02-1.03x at N = 2, 32 rows so 1.04-1.08 / 0.98-1.01
+ * (Xeon VM, three processes of candidates beside the plan). Old/new binary,
+ * three rounds at N = 1 / 2 / 4: resnet_00 0.92-0.94 -> 0.95-0.96 / 0.91-0.93
+ * -> 0.93-0.94 / 0.91-0.93 -> 0.95-0.96x oneDNN, overfeat_01 0.91 -> 0.98-1.00
+ * / 0.95-0.96 -> 0.98 / 0.95-0.96 -> 0.98-0.99 (session 29,
+ * docs/performance.md). */
+static int conv_merged_taps_rows(const ps_conv_shape *c, const ps_kernel_shape *ks, size_t l1_bytes, int llc_slow)
+{
+    if (!llc_slow || !l1_bytes || !ps_conv_merges_taps(c)) return 0;
+    int m = ks->m;
+    for (int b = 64; c->K > 64 && b > 32; b -= 16)
+        if (c->K % b == 0) {
+            m = b;
+            break;
+        }
+    const double rows = (double)c->R * (double)((ks->n - 1) * c->sw + c->S) * (double)c->C * sizeof(float);
+    const double per_row = (double)c->R * c->S * c->C * sizeof(float); /* weights per output channel */
+    if (m == 64 && 64 * per_row + rows > (double)l1_bytes && 32 * per_row + rows <= (double)l1_bytes) m = 32;
+    return m;
+}
+
 /* ps_schedule_default's loops around a kernel of m rows (the expert's
  * kernel, or its 32-channel form). */
 static ps_status default_loops(const ps_desc *desc, int m, ps_schedule **out)
@@ -632,12 +674,19 @@ static ps_status default_loops(const ps_desc *desc, int m, ps_schedule **out)
     return st;
 }
 
-static ps_status conv_expert(const ps_desc *desc, int nthreads, size_t l2_bytes, int llc_slow, ps_schedule **out)
+static ps_status conv_expert(const ps_desc *desc, int nthreads, const ps_expert_facts *facts, ps_schedule **out)
 {
+    const size_t l2_bytes = facts->l2_bytes;
+    const int llc_slow = facts->llc_slow;
     ps_conv_shape c;
     ps_conv_shape_of(&desc->u.conv, &c);
     const double weight_bytes = (double)ps_conv_weight_elems(&c) * sizeof(float);
     ps_kernel_shape ks = ps_schedule_expert_kernel(desc);
+    const int merged_rows = l2_bytes ? conv_merged_taps_rows(&c, &ks, facts->l1_bytes, llc_slow) : 0;
+    if (merged_rows) {
+        ks.m = merged_rows;
+        return ceil_div(c.K, ks.m) > 1 ? input_stationary(&ks, 0, 0, out) : default_loops(desc, ks.m, out);
+    }
     /* Exactly half of L2 is too much from two images up. */
     const int too_big = c.N >= 2 ? 2 * weight_bytes >= (double)l2_bytes : 2 * weight_bytes > (double)l2_bytes;
     int64_t ext[PS_DIM_COUNT]; /* the tile space of the expert kernel */
@@ -758,7 +807,7 @@ ps_status ps_schedule_expert(const ps_desc *desc, int nthreads, const ps_expert_
     ps_status st = ps_desc_validate(desc);
     if (st) return st;
     const size_t l2_bytes = facts->l2_bytes;
-    if (desc->kind != PS_OP_GEMM) return conv_expert(desc, nthreads, l2_bytes, facts->llc_slow, out);
+    if (desc->kind != PS_OP_GEMM) return conv_expert(desc, nthreads, facts, out);
     /* L2 blocking for GEMMs: band tiles of 8 row blocks x 2 column blocks
      * with the reduction-chunk loop inside them, so a chunk's B panel of the
      * tile (two blocks) stays in L2 while the tile's 8 A blocks stream past,

@@ -65,6 +65,7 @@ ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc);
  * and tests can state a machine in one initializer; the planner fills them
  * with ps_planner_expert_facts. */
 typedef struct ps_expert_facts {
+    size_t l1_bytes;    /* L1 data per core; 0 (unknown): no merged-tap rule */
     size_t l2_bytes;    /* L2 per core; 0 (unknown): no conv rule */
     size_t llc_bytes;   /* last-level cache (ps_machine_cache_bytes) */
     size_t panel_bytes; /* ps_machine_panel_bytes */
@@ -90,7 +91,11 @@ typedef struct ps_expert_facts {
  * block per image, filter bank too large for half of L2) and for convs
  * whose 64-row kernel width leaves a short register block (not a multiple
  * of 6 columns; 1x1 only with >= 256 output channels per input block and
- * <= 64 KiB of input per call); where llc_slow,
+ * <= 64 KiB of input per call); where llc_slow, convs whose taps merge
+ * (few-channel first layers) in the fewest output-channel blocks of 16-row
+ * multiples up to 64 that divide K, 32 rows where a 64-row call's weights
+ * and input rows overflow L1 and a 32-row call's fit, and with several
+ * blocks every block over each input row in turn (`n* oh* ow* c k`); where llc_slow,
  * 1x1 convs with filter banks too large for half of L2 and several column
  * blocks per image in output-channel tiles of at most a quarter of L2 of
  * weights, input-stationary within each tile; for convs whose weights fit in half
