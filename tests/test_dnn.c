@@ -424,7 +424,7 @@ static void conv_expert_rule(ps_context *ctx)
         {1, 2048, 512, 7, 1, 1 << 20, 0, 1, 1},     /* resnet_19: 4 MiB, 49 pixels in one block */
         {2, 512, 512, 7, 1, 2 << 20, 0, 1, 1},      /* 1 MiB, exactly half of L2, two images */
         {1, 512, 512, 7, 1, 2 << 20, 0, 0, 1},      /* ... one image: half is not too much (uneven tiles: default) */
-        {2, 1024, 256, 14, 1, 1 << 20, 0, 0, 1},    /* resnet_14: 196 pixels in 7 blocks reuse each weight block */
+        {2, 1024, 256, 12, 1, 1 << 20, 0, 0, 1},    /* 144 pixels in 6 blocks reuse each weight block */
         {2, 128, 128, 14, 3, 1 << 20, 0, 1, 1},     /* spatial: the call-size rule as without the flag */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -459,11 +459,11 @@ static void conv_expert_rule(ps_context *ctx)
          * 28-column input block, so 32-channel blocks (short register
          * blocks, below), 16 per tile */
         {2, 256, 1024, 14, 2 << 20, 1, "32x28x64/4 : n* k:16* oh* ow* c k"},
-        {2, 1024, 256, 14, 2 << 20, 1, "64x28x64/16 : n* k:2* oh* ow* c k"}, /* resnet_14: 256 KiB per block */
+        {2, 1024, 256, 14, 2 << 20, 1, "64x30x64/16 : n* k:2* oh* ow* c k"}, /* resnet_14: 256 KiB per block; 30 columns */
         {2, 256, 1024, 14, 2 << 20, 0, NULL},                     /* fast last level */
         {1, 256, 1024, 14, 2 << 20, 1, "32x28x64/4 : n* k* oh* ow* c"}, /* one image: half of L2 is not too much */
-        {2, 1024, 256, 14, 1 << 20, 1, NULL},                     /* a quarter of L2 holds one block: no tiles */
-        {2, 4096, 256, 14, 2 << 20, 1, NULL},                     /* one block (1 MiB) exceeds a quarter */
+        {2, 1024, 256, 14, 1 << 20, 1, "64x30x64/16 : n* k* oh* ow* c"}, /* a quarter of L2 holds one block: no tiles */
+        {2, 4096, 256, 14, 2 << 20, 1, "64x30x64/64 : n* k* oh* ow* c"}, /* one block (1 MiB) exceeds a quarter */
         {2, 256, 1024, 7, 2 << 20, 1, "32x49x64/4 : n* k* oh* ow* c"}, /* one column block: the 32-channel rule */
     };
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
@@ -477,7 +477,8 @@ static void conv_expert_rule(ps_context *ctx)
     /* Slow last level, 64-row kernels whose width leaves a short last
      * register block (not a multiple of 6 columns): 32-channel blocks for
      * spatial filters, and for 1x1 convs where at least 256 output channels
-     * share each input block and a call's input block is at most 64 KiB.
+     * share each input block and a call's input block is at most 64 KiB;
+     * other 1x1 convs whose row is longer take 30-column calls.
      * Whole schedules (2 MiB of L2, two threads). */
     static const struct {
         int64_t N, C, K, HW, R;
@@ -488,9 +489,12 @@ static void conv_expert_rule(ps_context *ctx)
         {2, 64, 64, 56, 3, 0, "64x28x64/1 : n* oh* ow* c k"},     /* fast last level */
         {2, 64, 64, 30, 3, 1, "64x30x64/1 : n* oh* ow* c k"},     /* 30 columns: five whole blocks */
         {2, 256, 256, 28, 1, 1, "32x28x64/4 : n* oh* ow* c k"},   /* mobilenet_06: 256 channels, 28 KiB */
-        {2, 256, 128, 28, 1, 1, "64x28x64/4 : n* oh* ow* c k"},   /* 128 channels share an input block */
+        {2, 256, 128, 28, 1, 1, "64x30x64/4 : n* oh* ow* c k"},   /* 128 channels: whole register blocks */
+        {2, 256, 128, 28, 1, 0, "64x28x64/4 : n* oh* ow* c k"},   /* ... fast last level */
+        {2, 256, 64, 56, 1, 1, "64x30x64/4 : n* oh* ow* c k"},    /* resnet_04: 3136 pixels, 64 channels */
+        {2, 256, 64, 5, 1, 1, "64x25x64/4 : n* oh* ow* c k"},     /* 25 pixels: no row beyond 30 columns */
         {1, 256, 1024, 14, 1, 1, "32x28x64/4 : n* k* oh* ow* c"}, /* resnet_13, one image: the default's loops */
-        {1, 1024, 256, 14, 1, 1, "64x28x64/16 : n* k* oh* ow* c"}, /* resnet_14: 112 KiB of input per call */
+        {1, 1024, 256, 14, 1, 1, "64x30x64/16 : n* k* oh* ow* c"}, /* resnet_14: 112 KiB of input per call; 30 columns */
         {2, 64, 256, 56, 1, 1, "64x112x64/1 : n* oh* ow* c k"},   /* C <= 128: wide calls keep 64 rows */
         {2, 3, 64, 56, 3, 1, NULL},                               /* merged taps: the default */
     };

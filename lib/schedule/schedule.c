@@ -569,6 +569,29 @@ static int conv_short_register_block(const ps_conv_shape *c, const ps_kernel_sha
     return channels >= PS_SHORT_BLOCK_MIN_CHANNELS && input_bytes <= (double)PS_SHORT_BLOCK_MAX_INPUT_BYTES;
 }
 
+/* 1x1 convs whose 64-row calls leave a short register block where 32 rows
+ * do not pay (conv_short_register_block: fewer than
+ * PS_SHORT_BLOCK_MIN_CHANNELS channels per input block, or larger input
+ * blocks) take calls of whole register blocks instead, the widest within
+ * the usual cap (30 columns), where the (flattened) row is longer than that;
+ * the row's rest is one remainder call. Returns that width, 0 for no rule.
+ * Cached, a 64-row call of 28 columns runs 2.4-2.8% below one of 24-48
+ * (polysci-brgemm-ceiling --m 64 --k 64 --batch 4|8|16 --ldb 64*batch
+ * --b-offset 64 --ldc 64, Xeon VM: 451/456/460 against 463/467/471 GFLOP/s);
+ * in the layer, as candidates beside the plan (three processes, N = 1 / N =
+ * 2, session 29, docs/performance.md): resnet_04 (256 -> 64, 3136 pixels)
+ * 1.019-1.023 / 1.021-1.032 with 30 columns, resnet_09 (512 -> 128, 784)
+ * 1.012-1.044 / 0.991-1.026, resnet_14 (1024 -> 256, 196, output-channel
+ * tiles at N = 2) 1.007-1.020 at N = 2; 36-48 columns gained alike or up to
+ * 2% more at N = 2. */
+static int conv_whole_register_width(const ps_conv_shape *c, const ps_kernel_shape *ks, int llc_slow)
+{
+    const int width = PS_CONV_MAX_WIDTH / PS_REG_BLOCK * PS_REG_BLOCK;
+    if (!llc_slow || ks->m != 64 || c->R * c->S != 1 || ks->n % PS_REG_BLOCK == 0 || ks->n > PS_CONV_MAX_WIDTH)
+        return 0;
+    return c->OW > width ? width : 0;
+}
+
 /* Convs whose filter bank fits in half of L2 run input-stationary: the
  * threads share (image, row, column block) tiles and each runs every
  * output-channel block over its tile's input while it is in cache, the
@@ -665,12 +688,12 @@ static int conv_merged_taps_rows(const ps_conv_shape *c, const ps_kernel_shape *
     return m;
 }
 
-/* ps_schedule_default's loops around a kernel of m rows (the expert's
- * kernel, or its 32-channel form). */
-static ps_status default_loops(const ps_desc *desc, int m, ps_schedule **out)
+/* ps_schedule_default's loops around kernel ks (the expert's kernel, or
+ * its 32-channel or whole-register-block form). */
+static ps_status default_loops(const ps_desc *desc, const ps_kernel_shape *ks, ps_schedule **out)
 {
     ps_status st = ps_schedule_default(desc, out);
-    if (!st) (*out)->stages[0].kernel.m = m;
+    if (!st) (*out)->stages[0].kernel = *ks;
     return st;
 }
 
@@ -685,7 +708,7 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, const ps_expert_
     const int merged_rows = l2_bytes ? conv_merged_taps_rows(&c, &ks, facts->l1_bytes, llc_slow) : 0;
     if (merged_rows) {
         ks.m = merged_rows;
-        return ceil_div(c.K, ks.m) > 1 ? input_stationary(&ks, 0, 0, out) : default_loops(desc, ks.m, out);
+        return ceil_div(c.K, ks.m) > 1 ? input_stationary(&ks, 0, 0, out) : default_loops(desc, &ks, out);
     }
     /* Exactly half of L2 is too much from two images up. */
     const int too_big = c.N >= 2 ? 2 * weight_bytes >= (double)l2_bytes : 2 * weight_bytes > (double)l2_bytes;
@@ -696,22 +719,24 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, const ps_expert_
     if (!l2_bytes || too_big || ps_conv_merges_taps(&c)) {
         int64_t tile = narrow ? 0 : conv_channel_tile(&c, &ks, ext, l2_bytes, too_big, llc_slow);
         const int rows32 = narrow || (l2_bytes && conv_short_register_block(&c, &ks, tile ? tile * ks.m : c.K, llc_slow));
-        if (tile) {
-            if (rows32) {
-                tile *= ks.m / 32; /* the same channels in 32-channel blocks */
-                ks.m = 32;
-            }
-            return input_stationary(&ks, tile, 0, out);
+        const int width = rows32 || !l2_bytes ? 0 : conv_whole_register_width(&c, &ks, llc_slow);
+        if (width) ks.n = width;
+        if (rows32) {
+            tile *= ks.m / 32; /* the same channels in 32-channel blocks */
+            ks.m = 32;
         }
-        return default_loops(desc, rows32 ? 32 : ks.m, out);
+        return tile ? input_stationary(&ks, tile, 0, out) : default_loops(desc, &ks, out);
     }
     if (narrow || conv_short_register_block(&c, &ks, c.K, llc_slow)) {
         ks.m = 32;
         ps_tile_space_extents(desc, &ks, ext); /* twice the output-channel blocks */
+    } else if (conv_whole_register_width(&c, &ks, llc_slow)) {
+        ks.n = conv_whole_register_width(&c, &ks, llc_slow);
+        ps_tile_space_extents(desc, &ks, ext); /* fewer, wider column blocks */
     }
     const int64_t nt = nthreads < 1 ? 1 : nthreads, tiles = ext[PS_DIM_N] * ext[PS_DIM_OH] * ext[PS_DIM_OW];
     const int uneven = 20 * ceil_div(tiles, nt) * ext[PS_DIM_K] > 21 * ceil_div(tiles * ext[PS_DIM_K], nt);
-    if (uneven && 4 * weight_bytes > (double)l2_bytes) return default_loops(desc, ks.m, out);
+    if (uneven && 4 * weight_bytes > (double)l2_bytes) return default_loops(desc, &ks, out);
     return input_stationary(&ks, 0, uneven, out);
 }
 
