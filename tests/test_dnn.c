@@ -478,7 +478,7 @@ static void conv_expert_rule(ps_context *ctx)
      * register block (not a multiple of 6 columns): 32-channel blocks for
      * spatial filters, and for 1x1 convs where at least 256 output channels
      * share each input block and a call's input block is at most 64 KiB;
-     * other 1x1 convs whose row is longer take 30-column calls.
+     * other 1x1 convs whose row spans at least four take 30-column calls.
      * Whole schedules (2 MiB of L2, two threads). */
     static const struct {
         int64_t N, C, K, HW, R;
@@ -544,6 +544,23 @@ static void conv_expert_rule(ps_context *ctx)
         if (ex) ps_schedule_format(ex, PS_OP_CONV_FWD, got, sizeof got, NULL);
         ps_schedule_destroy(ex);
         TU_CHECK(!strcmp(got, merged[i].want), "merged case %zu: expert '%s', want '%s'", i, got, merged[i].want);
+    }
+    /* The 30-column calls need a row of at least four (1x1, 256 -> 64, H x 7
+     * pixels flattened; 28 is the widest divisor of both rows). */
+    static const struct {
+        int64_t H;
+        const char *want;
+    } rows[] = {
+        {20, "64x30x64/4 : n* oh* ow* c k"}, /* 140 columns: four calls of 30 and one of 20 */
+        {16, "64x28x64/4 : n* oh* ow* c k"}, /* 112 columns: fewer than four */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        ps_desc d;
+        conv_shape(&d, 2, 256, 64, 7, 1);
+        d.u.conv.H = rows[i].H;
+        char got[512], dflt[512];
+        expert_and_default(&d, 2 << 20, 1, got, dflt);
+        TU_CHECK(!strcmp(got, rows[i].want), "row case %zu: expert '%s', want '%s'", i, got, rows[i].want);
     }
     /* Through the planner: one image, default options, the context's L2. */
     const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2);

@@ -573,8 +573,11 @@ static int conv_short_register_block(const ps_conv_shape *c, const ps_kernel_sha
  * do not pay (conv_short_register_block: fewer than
  * PS_SHORT_BLOCK_MIN_CHANNELS channels per input block, or larger input
  * blocks) take calls of whole register blocks instead, the widest within
- * the usual cap (30 columns), where the (flattened) row is longer than that;
- * the row's rest is one remainder call. Returns that width, 0 for no rule.
+ * the usual cap (30 columns), where the (flattened) row spans at least four
+ * such calls, so that the one remainder call for the row's rest, with a
+ * short block of its own, weighs little (196-3136 columns measured; a
+ * 63-column row would run 30 + 30 + 3 against 3 x 21). Returns that width,
+ * 0 for no rule.
  * Cached, a 64-row call of 28 columns runs 2.4-2.8% below one of 24-48
  * (polysci-brgemm-ceiling --m 64 --k 64 --batch 4|8|16 --ldb 64*batch
  * --b-offset 64 --ldc 64, Xeon VM: 451/456/460 against 463/467/471 GFLOP/s);
@@ -589,7 +592,7 @@ static int conv_whole_register_width(const ps_conv_shape *c, const ps_kernel_sha
     const int width = PS_CONV_MAX_WIDTH / PS_REG_BLOCK * PS_REG_BLOCK;
     if (!llc_slow || ks->m != 64 || c->R * c->S != 1 || ks->n % PS_REG_BLOCK == 0 || ks->n > PS_CONV_MAX_WIDTH)
         return 0;
-    return c->OW > width ? width : 0;
+    return c->OW >= 4 * width ? width : 0;
 }
 
 /* Convs whose filter bank fits in half of L2 run input-stationary: the

@@ -92,7 +92,7 @@ typedef struct ps_expert_facts {
  * whose 64-row kernel width leaves a short register block (not a multiple
  * of 6 columns; 1x1 only with >= 256 output channels per input block and
  * <= 64 KiB of input per call; other 1x1 convs with such a width and a row
- * longer than 30 columns take 30-column calls); where llc_slow, convs whose taps merge
+ * of at least 120 columns take 30-column calls); where llc_slow, convs whose taps merge
  * (few-channel first layers) in the fewest output-channel blocks of 16-row
  * multiples up to 64 that divide K, 32 rows where a 64-row call's weights
  * and input rows overflow L1 and a 32-row call's fit, and with several
