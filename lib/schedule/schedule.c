@@ -276,22 +276,48 @@ static int pick_width(int64_t ow, int max)
  * PS_BLOCK_FIXED + its columns. Fitted to polysci-brgemm-ceiling --m 64 --k
  * 64 --batch 8 --threads 2, n = 1..56 (Intel Xeon VM, session 17): 6, 12,
  * 18 columns 413-417 GFLOP/s, 7 (6 + 1) 344, 8 370, 13 379, 19 379, 11 and
- * 17 (last block of 5) 404-407. PS_CALL_FIXED stands for the call itself. */
+ * 17 (last block of 5) 404-407. PS_CALL_FIXED stands for the call itself.
+ * A 32-row kernel holds 14 columns per register block (PS_REG_BLOCK32;
+ * --m 32 --k 64 --batch 36, session 29: 14, 28, 42 columns 469-472 GFLOP/s,
+ * 15 431, 16 407, 30 449), where the same form is used with blocks of 14. */
 #define PS_REG_BLOCK 6
+#define PS_REG_BLOCK32 14
 /* The expert's usual cap on a conv kernel's columns (ps_schedule_expert_kernel). */
 #define PS_CONV_MAX_WIDTH 30
 #define PS_BLOCK_FIXED 2.7
 #define PS_CALL_FIXED 3.0
-static double call_cost64(int64_t n)
+static double call_cost(int64_t n, int reg)
 {
-    const int64_t blocks = ceil_div(n, PS_REG_BLOCK);
+    const int64_t blocks = ceil_div(n, reg);
     return PS_CALL_FIXED + (double)blocks * PS_BLOCK_FIXED + (double)n;
 }
 
 /* A row of ow columns in calls of b columns and one remainder call. */
-static double row_cost64(int64_t ow, int64_t b)
+static double row_cost(int64_t ow, int64_t b, int reg)
 {
-    return (double)(ow / b) * call_cost64(b) + (ow % b ? call_cost64(ow % b) : 0.0);
+    return (double)(ow / b) * call_cost(b, reg) + (ow % b ? call_cost(ow % b, reg) : 0.0);
+}
+
+/* Width n of a row of ow columns, or a cheaper one for register blocks of
+ * reg columns: pick_width's choice (the widest divisor) or a multiple of the
+ * block up to max, where it is 3% cheaper than n. */
+static int cheaper_width(int64_t ow, int n, int max, int reg)
+{
+    int best = n;
+    double best_cost = 0.97 * row_cost(ow, n, reg); /* what another width must beat */
+    const int divisor = pick_width(ow, max);
+    if (row_cost(ow, divisor, reg) < best_cost) {
+        best = divisor;
+        best_cost = row_cost(ow, divisor, reg);
+    }
+    for (int b = 2 * reg; b <= max && b < ow; b += reg) {
+        const double c = row_cost(ow, b, reg);
+        if (c < best_cost) {
+            best = b;
+            best_cost = c;
+        }
+    }
+    return best;
 }
 
 /* pick_width for 64-row kernels, aware of their register blocks: a width
@@ -302,19 +328,7 @@ static double row_cost64(int64_t ow, int64_t b)
  * N = 2, 1.06-1.18x at N = 1; Intel Xeon VM, session 17,
  * docs/performance.md). Widths that are multiples of the block are tried
  * beside pick_width's choice, which stays unless one is 3% cheaper. */
-static int pick_width64(int64_t ow, int max)
-{
-    int best = pick_width(ow, max);
-    double best_cost = 0.97 * row_cost64(ow, best); /* what a multiple must beat */
-    for (int b = 2 * PS_REG_BLOCK; b <= max && b < ow; b += PS_REG_BLOCK) {
-        const double c = row_cost64(ow, b);
-        if (c < best_cost) {
-            best = b;
-            best_cost = c;
-        }
-    }
-    return best;
-}
+static int pick_width64(int64_t ow, int max) { return cheaper_width(ow, pick_width(ow, max), max, PS_REG_BLOCK); }
 
 ps_kernel_shape ps_schedule_expert_kernel(const ps_desc *desc)
 {
@@ -691,6 +705,19 @@ static int conv_merged_taps_rows(const ps_conv_shape *c, const ps_kernel_shape *
     return m;
 }
 
+/* Kernel ks in its 32-channel form; where the last level is slow, with a
+ * width re-chosen for the 32-row kernel's register blocks of 14 columns
+ * (cheaper_width; the expert's width was chosen for 64 rows). fastrcnn_10
+ * (3 x 3, 128 -> 128, 75 columns: 30 + 30 + 15 -> 3 x 25) ran 1.024-1.031x
+ * (N = 1) and 1.027-1.034x (N = 2) faster so, as a candidate beside the plan
+ * in three processes (28 columns 1.015-1.024x, 38 1.023-1.035x; Xeon VM,
+ * session 29, docs/performance.md). */
+static void rows32_kernel(const ps_conv_shape *c, ps_kernel_shape *ks, int llc_slow)
+{
+    ks->m = 32;
+    if (llc_slow && ks->n <= PS_CONV_MAX_WIDTH) ks->n = cheaper_width(c->OW, ks->n, PS_CONV_MAX_WIDTH, PS_REG_BLOCK32);
+}
+
 /* ps_schedule_default's loops around kernel ks (the expert's kernel, or
  * its 32-channel or whole-register-block form). */
 static ps_status default_loops(const ps_desc *desc, const ps_kernel_shape *ks, ps_schedule **out)
@@ -726,12 +753,12 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, const ps_expert_
         if (width) ks.n = width;
         if (rows32) {
             tile *= ks.m / 32; /* the same channels in 32-channel blocks */
-            ks.m = 32;
+            rows32_kernel(&c, &ks, llc_slow);
         }
         return tile ? input_stationary(&ks, tile, 0, out) : default_loops(desc, &ks, out);
     }
     if (narrow || conv_short_register_block(&c, &ks, c.K, llc_slow)) {
-        ks.m = 32;
+        rows32_kernel(&c, &ks, llc_slow);
         ps_tile_space_extents(desc, &ks, ext); /* twice the output-channel blocks */
     } else if (conv_whole_register_width(&c, &ks, llc_slow)) {
         ks.n = conv_whole_register_width(&c, &ks, llc_slow);
