@@ -562,28 +562,34 @@ static void conv_expert_rule(ps_context *ctx)
         expert_and_default(&d, 2 << 20, 1, got, dflt);
         TU_CHECK(!strcmp(got, rows[i].want), "row case %zu: expert '%s', want '%s'", i, got, rows[i].want);
     }
-    /* 32-channel blocks (3 x 3, 128 -> 128: calls of 288 KiB) re-choose their
-     * width for the 32-row kernel's 14-column register blocks where the last
-     * level is slow: 75 columns as 3 x 25 instead of 30 + 30 + 15 (the 64-row
-     * choice); 38 columns keep 24 + 14 (28 + 10 is not 3% cheaper). */
+    /* Kernels of fewer than 64 rows re-choose their width for their register
+     * blocks (14 columns for 17-32 rows, 9 for 33-48) where the last level is
+     * slow: 32-channel blocks (3 x 3, 128 -> 128: calls of 288 KiB) over 75
+     * columns as 3 x 25 instead of 30 + 30 + 15 (the 64-row choice), over 38
+     * columns keep 24 + 14 (28 + 10 is not 3% cheaper); K = 48 and 24 (1x1
+     * over 512 channels, 1786 columns flattened) 27 and 28 instead of 19. */
     static const struct {
-        int64_t H, W;
+        int64_t H, W, C, K, R;
         int llc_slow;
         const char *want;
-    } widths32[] = {
-        {94, 75, 1, "32x25x64/2 : n* oh* ow* c k"}, /* fastrcnn_10 */
-        {94, 75, 0, "32x30x64/2 : n* oh* ow* c k"}, /* fast last level: the 64-row choice */
-        {47, 38, 1, "32x24x64/2 : n* oh* ow* c k"},
+    } widths[] = {
+        {94, 75, 128, 128, 3, 1, "32x25x64/2 : n* oh* ow* c k"}, /* fastrcnn_10 */
+        {94, 75, 128, 128, 3, 0, "32x30x64/2 : n* oh* ow* c k"}, /* fast last level: the 64-row choice */
+        {47, 38, 128, 128, 3, 1, "32x24x64/2 : n* oh* ow* c k"},
+        {47, 38, 512, 48, 1, 1, "48x27x64/8 : n* oh* ow* c k"},  /* fastrcnn_21 */
+        {47, 38, 512, 48, 1, 0, "48x19x64/8 : n* oh* ow* c k"},
+        {47, 38, 512, 24, 1, 1, "24x28x64/8 : n* oh* ow* c k"},  /* fastrcnn_22 */
+        {47, 38, 512, 16, 1, 1, "16x19x64/8 : n* oh* ow* c k"},  /* 16 rows: not measured */
     };
-    for (size_t i = 0; i < sizeof widths32 / sizeof widths32[0]; i++) {
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
         ps_desc d;
-        conv_shape(&d, 2, 128, 128, 7, 3);
-        d.u.conv.H = widths32[i].H;
-        d.u.conv.W = widths32[i].W;
+        conv_shape(&d, 2, widths[i].C, widths[i].K, 7, widths[i].R);
+        d.u.conv.H = widths[i].H;
+        d.u.conv.W = widths[i].W;
         char got[512], dflt[512];
-        expert_and_default(&d, 2 << 20, widths32[i].llc_slow, got, dflt);
-        TU_CHECK(!strcmp(got, widths32[i].want), "32-row width case %zu: expert '%s', want '%s'", i, got,
-                 widths32[i].want);
+        expert_and_default(&d, 2 << 20, widths[i].llc_slow, got, dflt);
+        TU_CHECK(!strcmp(got, widths[i].want), "register-block width case %zu: expert '%s', want '%s'", i, got,
+                 widths[i].want);
     }
     /* Through the planner: one image, default options, the context's L2. */
     const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2);

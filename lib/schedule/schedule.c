@@ -279,9 +279,12 @@ static int pick_width(int64_t ow, int max)
  * 17 (last block of 5) 404-407. PS_CALL_FIXED stands for the call itself.
  * A 32-row kernel holds 14 columns per register block (PS_REG_BLOCK32;
  * --m 32 --k 64 --batch 36, session 29: 14, 28, 42 columns 469-472 GFLOP/s,
- * 15 431, 16 407, 30 449), where the same form is used with blocks of 14. */
+ * 15 431, 16 407, 30 449), a 48-row one about 9 (--m 48 --k 64 --batch 8:
+ * 9, 16, 24, 27 469-471, 19 455, 10 432), a 24-row one like 32 (14 and 28
+ * 339-340, 19 317); the same form is used with those blocks. */
 #define PS_REG_BLOCK 6
 #define PS_REG_BLOCK32 14
+#define PS_REG_BLOCK48 9
 /* The expert's usual cap on a conv kernel's columns (ps_schedule_expert_kernel). */
 #define PS_CONV_MAX_WIDTH 30
 #define PS_BLOCK_FIXED 2.7
@@ -705,17 +708,36 @@ static int conv_merged_taps_rows(const ps_conv_shape *c, const ps_kernel_shape *
     return m;
 }
 
-/* Kernel ks in its 32-channel form; where the last level is slow, with a
- * width re-chosen for the 32-row kernel's register blocks of 14 columns
- * (cheaper_width; the expert's width was chosen for 64 rows). fastrcnn_10
- * (3 x 3, 128 -> 128, 75 columns: 30 + 30 + 15 -> 3 x 25) ran 1.024-1.031x
- * (N = 1) and 1.027-1.034x (N = 2) faster so, as a candidate beside the plan
- * in three processes (28 columns 1.015-1.024x, 38 1.023-1.035x; Xeon VM,
- * session 29, docs/performance.md). */
+/* Register block, in columns, of LIBXSMM 1.17's AVX-512 kernels of m rows
+ * (ceil(m / 16) vectors per column): 6 for 49-64 (PS_REG_BLOCK), 9 for
+ * 33-48, 14 for 17-32; 0 where not measured (16 rows and fewer). */
+static int reg_block(int m)
+{
+    const int vectors = (m + 15) / 16;
+    return vectors == 4 ? PS_REG_BLOCK : vectors == 3 ? PS_REG_BLOCK48 : vectors == 2 ? PS_REG_BLOCK32 : 0;
+}
+
+/* Where the last level is slow, the width of a kernel of fewer than 64 rows
+ * (the expert chose it for 64) re-chosen for its register blocks
+ * (cheaper_width). As candidates beside the plan, three processes, N = 1 /
+ * N = 2 (Xeon VM, session 29, docs/performance.md): fastrcnn_10 (3 x 3, 128
+ * -> 128 in 32-channel blocks, 75 columns: 30 + 30 + 15 -> 3 x 25)
+ * 1.024-1.031 / 1.027-1.034x (28 columns 1.015-1.024x, 38 1.023-1.035x);
+ * fastrcnn_21 (1x1, 512 -> 48, 1786 columns flattened: 19 -> 27)
+ * 1.028-1.031 / 1.013-1.022x; fastrcnn_22 (512 -> 24: 19 -> 28) 1.053-1.062
+ * / 1.040-1.043x. */
+static void fit_register_blocks(const ps_conv_shape *c, ps_kernel_shape *ks, int llc_slow)
+{
+    const int reg = reg_block(ks->m);
+    if (llc_slow && reg && reg != PS_REG_BLOCK && ks->n <= PS_CONV_MAX_WIDTH && !ps_conv_few_channels(c))
+        ks->n = cheaper_width(c->OW, ks->n, PS_CONV_MAX_WIDTH, reg);
+}
+
+/* Kernel ks in its 32-channel form (its width fitted to it). */
 static void rows32_kernel(const ps_conv_shape *c, ps_kernel_shape *ks, int llc_slow)
 {
     ks->m = 32;
-    if (llc_slow && ks->n <= PS_CONV_MAX_WIDTH) ks->n = cheaper_width(c->OW, ks->n, PS_CONV_MAX_WIDTH, PS_REG_BLOCK32);
+    fit_register_blocks(c, ks, llc_slow);
 }
 
 /* ps_schedule_default's loops around kernel ks (the expert's kernel, or
@@ -740,6 +762,7 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, const ps_expert_
         ks.m = merged_rows;
         return ceil_div(c.K, ks.m) > 1 ? input_stationary(&ks, 0, 0, out) : default_loops(desc, &ks, out);
     }
+    fit_register_blocks(&c, &ks, llc_slow); /* K < 64, or not a multiple of it */
     /* Exactly half of L2 is too much from two images up. */
     const int too_big = c.N >= 2 ? 2 * weight_bytes >= (double)l2_bytes : 2 * weight_bytes > (double)l2_bytes;
     int64_t ext[PS_DIM_COUNT]; /* the tile space of the expert kernel */

@@ -86,9 +86,9 @@ typedef struct ps_expert_facts {
  * one tile of its columns per thread, where those tiles split over the
  * threads as evenly as single blocks do; for
  * spatial convs whose weights per kernel call are 256 KiB or more 32-channel
- * kernel blocks instead of 64 (where llc_slow with the width re-chosen for
- * the 32-row kernel's 14-column register blocks, as for every 32-channel
- * form below), and, where llc_slow (ps_machine_llc_slow), for
+ * kernel blocks instead of 64 (where llc_slow, kernels of fewer than 64
+ * rows, these and the ones below and those of K < 64, re-choose their width
+ * for their register blocks: 14 columns for 17-32 rows, 9 for 33-48), and, where llc_slow (ps_machine_llc_slow), for
  * 1x1 convs whose every call reads its weights from beyond L2 (one column
  * block per image, filter bank too large for half of L2) and for convs
  * whose 64-row kernel width leaves a short register block (not a multiple
