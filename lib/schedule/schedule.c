@@ -279,7 +279,7 @@ static int pick_width(int64_t ow, int max)
  * 17 (last block of 5) 404-407. PS_CALL_FIXED stands for the call itself.
  * A 32-row kernel holds 14 columns per register block (PS_REG_BLOCK32;
  * --m 32 --k 64 --batch 36, session 29: 14, 28, 42 columns 469-472 GFLOP/s,
- * 15 431, 16 407, 30 449), a 48-row one about 9 (--m 48 --k 64 --batch 8:
+ * 15-16 431-433, 19 449, 30 449-450), a 48-row one about 9 (--m 48 --k 64 --batch 8:
  * 9, 16, 24, 27 469-471, 19 455, 10 432), a 24-row one like 32 (14 and 28
  * 339-340, 19 317); the same form is used with those blocks. */
 #define PS_REG_BLOCK 6
