@@ -780,11 +780,12 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, const ps_expert_
         }
         return tile ? input_stationary(&ks, tile, 0, out) : default_loops(desc, &ks, out);
     }
+    const int width = narrow ? 0 : conv_whole_register_width(&c, &ks, llc_slow);
     if (narrow || conv_short_register_block(&c, &ks, c.K, llc_slow)) {
         rows32_kernel(&c, &ks, llc_slow);
         ps_tile_space_extents(desc, &ks, ext); /* twice the output-channel blocks */
-    } else if (conv_whole_register_width(&c, &ks, llc_slow)) {
-        ks.n = conv_whole_register_width(&c, &ks, llc_slow);
+    } else if (width) {
+        ks.n = width;
         ps_tile_space_extents(desc, &ks, ext); /* fewer, wider column blocks */
     }
     const int64_t nt = nthreads < 1 ? 1 : nthreads, tiles = ext[PS_DIM_N] * ext[PS_DIM_OH] * ext[PS_DIM_OW];

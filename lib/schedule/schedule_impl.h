@@ -88,18 +88,18 @@ typedef struct ps_expert_facts {
  * spatial convs whose weights per kernel call are 256 KiB or more 32-channel
  * kernel blocks instead of 64 (where llc_slow, kernels of fewer than 64
  * rows, these and the ones below and those of K < 64, re-choose their width
- * for their register blocks: 14 columns for 17-32 rows, 9 for 33-48), and, where llc_slow (ps_machine_llc_slow), for
- * 1x1 convs whose every call reads its weights from beyond L2 (one column
+ * for their register blocks: 14 columns for 17-32 rows, 9 for 33-48), and,
+ * where llc_slow (ps_machine_llc_slow), for 1x1 convs whose every call reads its weights from beyond L2 (one column
  * block per image, filter bank too large for half of L2) and for convs
  * whose 64-row kernel width leaves a short register block (not a multiple
  * of 6 columns; 1x1 only with >= 256 output channels per input block and
  * <= 64 KiB of input per call; other 1x1 convs with such a width and a row
- * of at least 120 columns take 30-column calls); where llc_slow, convs whose taps merge
- * (few-channel first layers) in the fewest output-channel blocks of 16-row
- * multiples up to 64 that divide K, 32 rows where a 64-row call's weights
- * and input rows overflow L1 and a 32-row call's fit, and with several
- * blocks every block over each input row in turn (`n* oh* ow* c k`); where llc_slow,
- * 1x1 convs with filter banks too large for half of L2 and several column
+ * of at least 120 columns take 30-column calls); where llc_slow, convs whose
+ * taps merge (few-channel first layers) in the fewest output-channel blocks
+ * of 16-row multiples up to 64 that divide K, 32 rows where a 64-row call's
+ * weights and input rows overflow L1 and a 32-row call's fit, and with
+ * several blocks every block over each input row in turn (`n* oh* ow* c
+ * k`); where llc_slow, 1x1 convs with filter banks too large for half of L2 and several column
  * blocks per image in output-channel tiles of at most a quarter of L2 of
  * weights, input-stationary within each tile; for convs whose weights fit in half
  * of L2 the input-stationary order (every output-channel block over a tile
