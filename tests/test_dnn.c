@@ -366,15 +366,14 @@ static void plan_schedule(ps_context *ctx, const ps_desc *d, ps_ranker ranker, i
     ps_plan_destroy(p);
 }
 
-/* The expert schedule of conv d on two threads with l2 bytes of L2 (no
- * last-level sizes) and ps_schedule_default's, formatted into got and dflt
- * (512 bytes each; empty where one failed, which is a check failure). */
-static void expert_and_default(const ps_desc *d, size_t l2, int llc_slow, char *got, char *dflt)
+/* The expert schedule of conv d on two threads of the machine *facts and
+ * ps_schedule_default's, formatted into got and dflt (512 bytes each; empty
+ * where one failed, which is a check failure). */
+static void expert_and_default(const ps_desc *d, const ps_expert_facts *facts, char *got, char *dflt)
 {
     ps_schedule *ex = NULL, *ds = NULL;
     got[0] = dflt[0] = '\0';
-    const ps_expert_facts facts = {.l2_bytes = l2, .llc_slow = llc_slow};
-    TU_CHECK(ps_schedule_expert(d, 2, &facts, &ex) == PS_SUCCESS, "expert: %s", ps_last_error_message());
+    TU_CHECK(ps_schedule_expert(d, 2, facts, &ex) == PS_SUCCESS, "expert: %s", ps_last_error_message());
     TU_CHECK(ps_schedule_default(d, &ds) == PS_SUCCESS, "default: %s", ps_last_error_message());
     if (ex) ps_schedule_format(ex, PS_OP_CONV_FWD, got, 512, NULL);
     if (ds) ps_schedule_format(ds, PS_OP_CONV_FWD, dflt, 512, NULL);
@@ -431,7 +430,7 @@ static void conv_expert_rule(ps_context *ctx)
         ps_desc d;
         conv_shape(&d, cases[i].N, cases[i].C, cases[i].K, cases[i].HW, cases[i].R);
         char got[512], dflt[512], want_kernel[512] = "";
-        expert_and_default(&d, cases[i].l2, cases[i].llc_slow, got, dflt);
+        expert_and_default(&d, &(ps_expert_facts){.l2_bytes = cases[i].l2, .llc_slow = cases[i].llc_slow}, got, dflt);
         const char *loops = strchr(got, ':'), *dloops = strchr(dflt, ':');
         /* the default's kernel, or with 32-channel blocks */
         snprintf(want_kernel, sizeof want_kernel, "%s%.*s", cases[i].narrow ? "32" : "",
@@ -470,7 +469,7 @@ static void conv_expert_rule(ps_context *ctx)
         ps_desc d;
         conv_shape(&d, tiles[i].N, tiles[i].C, tiles[i].K, tiles[i].HW, 1);
         char got[512], dflt[512];
-        expert_and_default(&d, tiles[i].l2, tiles[i].llc_slow, got, dflt);
+        expert_and_default(&d, &(ps_expert_facts){.l2_bytes = tiles[i].l2, .llc_slow = tiles[i].llc_slow}, got, dflt);
         const char *want = tiles[i].loops ? tiles[i].loops : dflt;
         TU_CHECK(!strcmp(got, want), "tile case %zu: expert '%s', want '%s'", i, got, want);
     }
@@ -502,7 +501,8 @@ static void conv_expert_rule(ps_context *ctx)
         ps_desc d;
         conv_shape(&d, short_blocks[i].N, short_blocks[i].C, short_blocks[i].K, short_blocks[i].HW, short_blocks[i].R);
         char got[512], dflt[512];
-        expert_and_default(&d, 2 << 20, short_blocks[i].llc_slow, got, dflt);
+        const ps_expert_facts facts = {.l2_bytes = 2 << 20, .llc_slow = short_blocks[i].llc_slow};
+        expert_and_default(&d, &facts, got, dflt);
         const char *want = short_blocks[i].want ? short_blocks[i].want : dflt;
         TU_CHECK(!strcmp(got, want), "short-block case %zu: expert '%s', want '%s'", i, got, want);
     }
@@ -538,11 +538,8 @@ static void conv_expert_rule(ps_context *ctx)
         c->stride_h = c->stride_w = merged[i].stride;
         c->pad_top = c->pad_bottom = c->pad_left = c->pad_right = merged[i].pad;
         const ps_expert_facts facts = {.l1_bytes = merged[i].l1, .l2_bytes = 2 << 20, .llc_slow = merged[i].llc_slow};
-        ps_schedule *ex = NULL;
-        char got[512] = "";
-        TU_CHECK(ps_schedule_expert(&d, 2, &facts, &ex) == PS_SUCCESS, "merged case %zu: %s", i, ps_last_error_message());
-        if (ex) ps_schedule_format(ex, PS_OP_CONV_FWD, got, sizeof got, NULL);
-        ps_schedule_destroy(ex);
+        char got[512], dflt[512];
+        expert_and_default(&d, &facts, got, dflt);
         TU_CHECK(!strcmp(got, merged[i].want), "merged case %zu: expert '%s', want '%s'", i, got, merged[i].want);
     }
     /* The 30-column calls need a row of at least four (1x1, 256 -> 64, H x 7
@@ -559,7 +556,7 @@ static void conv_expert_rule(ps_context *ctx)
         conv_shape(&d, 2, 256, 64, 7, 1);
         d.u.conv.H = rows[i].H;
         char got[512], dflt[512];
-        expert_and_default(&d, 2 << 20, 1, got, dflt);
+        expert_and_default(&d, &(ps_expert_facts){.l2_bytes = 2 << 20, .llc_slow = 1}, got, dflt);
         TU_CHECK(!strcmp(got, rows[i].want), "row case %zu: expert '%s', want '%s'", i, got, rows[i].want);
     }
     /* Kernels of fewer than 64 rows re-choose their width for their register
@@ -587,7 +584,7 @@ static void conv_expert_rule(ps_context *ctx)
         d.u.conv.H = widths[i].H;
         d.u.conv.W = widths[i].W;
         char got[512], dflt[512];
-        expert_and_default(&d, 2 << 20, widths[i].llc_slow, got, dflt);
+        expert_and_default(&d, &(ps_expert_facts){.l2_bytes = 2 << 20, .llc_slow = widths[i].llc_slow}, got, dflt);
         TU_CHECK(!strcmp(got, widths[i].want), "register-block width case %zu: expert '%s', want '%s'", i, got,
                  widths[i].want);
     }
