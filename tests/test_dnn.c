@@ -588,6 +588,38 @@ static void conv_expert_rule(ps_context *ctx)
         TU_CHECK(!strcmp(got, widths[i].want), "register-block width case %zu: expert '%s', want '%s'", i, got,
                  widths[i].want);
     }
+    /* Slow last level, spatial filter banks too large for half of L2 over
+     * images that do not fit in half of L2 either: row tiles with the
+     * output-channel blocks inside, T the largest divisor of OH with at least
+     * four tiles whose input rows and one block of weights fit in half of L2,
+     * where the tiles stream fewer bytes than the blocks' passes over the
+     * image. Whole schedules (two threads); 3 x 3, padding 1. */
+    static const struct {
+        int64_t N, H, W, C, K;
+        size_t l2;
+        int llc_slow;
+        const char *want;
+    } row_tile_cases[] = {
+        {1, 56, 56, 128, 256, 2 << 20, 1, "32x28x64/2 : n* oh:14* k* ow* oh* c"}, /* vgga_03: 14, not 28 */
+        {2, 56, 56, 256, 256, 2 << 20, 1, "32x28x64/4 : n* oh:8* k* ow* oh* c"},  /* vgga_04 */
+        {2, 56, 56, 256, 256, 2 << 20, 0, "32x28x64/4 : n* k* oh* ow* c"},        /* fast last level */
+        {1, 28, 28, 256, 512, 2 << 20, 1, "32x28x64/4 : n* k* oh* ow* c"},        /* vgga_05: the image fits */
+        {1, 28, 28, 512, 512, 2 << 20, 1, "32x28x64/8 : n* k* oh* ow* c"},        /* vgga_06: 63 > 28 MiB */
+        {1, 47, 38, 256, 256, 2 << 20, 1, "32x24x64/4 : n* k* oh* ow* c"},        /* fastrcnn_16: OH = 47 */
+        {1, 32, 64, 128, 256, 2 << 20, 1, "32x28x64/2 : n* k* oh* ow* c"},        /* image of exactly half of L2 */
+        {1, 32, 64, 128, 256, (2 << 20) - 8, 1, "32x28x64/2 : n* oh:8* k* ow* oh* c"}, /* ... half of L2 a float smaller */
+    };
+    for (size_t i = 0; i < sizeof row_tile_cases / sizeof row_tile_cases[0]; i++) {
+        ps_desc d;
+        conv_shape(&d, row_tile_cases[i].N, row_tile_cases[i].C, row_tile_cases[i].K, 7, 3);
+        d.u.conv.H = row_tile_cases[i].H;
+        d.u.conv.W = row_tile_cases[i].W;
+        char got[512], dflt[512];
+        const ps_expert_facts facts = {.l2_bytes = row_tile_cases[i].l2, .llc_slow = row_tile_cases[i].llc_slow};
+        expert_and_default(&d, &facts, got, dflt);
+        TU_CHECK(!strcmp(got, row_tile_cases[i].want), "row-tile case %zu: expert '%s', want '%s'", i, got,
+                 row_tile_cases[i].want);
+    }
     /* Through the planner: one image, default options, the context's L2. */
     const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2);
     ps_desc d;

@@ -708,6 +708,58 @@ static int conv_merged_taps_rows(const ps_conv_shape *c, const ps_kernel_shape *
     return m;
 }
 
+/* Spatial convs whose filter bank is too large for half of L2 run the
+ * fixed order, `n* k* oh* ow* c`: each output-channel block over the whole
+ * image. Where the image does not fit in half of L2 either, that reads the
+ * image from beyond L2 once per output-channel block; in row tiles with the
+ * output-channel blocks inside, `n* oh:T* k* ow* oh* c`, a tile's input rows
+ * stay in L2 while every block runs over them and the filter bank streams
+ * once per tile instead. Taken where the slow last level makes that traffic
+ * count (llc_slow) and the tiles move fewer bytes: (OH / T) x the filter
+ * bank against (K / m) x the image. T is the largest divisor of OH (the
+ * threads then split whole tiles evenly) with at least four tiles per image
+ * whose input rows and one output-channel block of weights fit in half of
+ * L2. Measured as candidates beside the plan (Xeon VM, 2 threads, three
+ * processes, N = 1 / N = 2; session 30, docs/performance.md): vgga_03 (56 x
+ * 56, 128 -> 256, T = 14) 1.033-1.040 / 1.031-1.058x, vgga_04 (256 -> 256,
+ * T = 8) 1.019-1.034 / 1.020-1.032x; tiles that do not divide OH lost up to
+ * 10% at N = 1 (uneven threads), two tiles per image (vgga_03, T = 28) 1%
+ * less than four. Where the image fits in half of L2 (vgga_05/07, resnet_12,
+ * alexnet_02-05, overfeat_03-05: every block rereads it from L2) tiles lost
+ * 1-33%, and where they move more bytes (vgga_06: 63 against 28 MiB) 1-2%
+ * at N = 1. Returns T, 0 for no tiles. */
+static int64_t conv_row_tile(const ps_conv_shape *c, const ps_kernel_shape *ks, double weight_bytes, size_t l2_bytes,
+                             int llc_slow)
+{
+    if (!llc_slow || !l2_bytes || c->R * c->S == 1 || ps_conv_merges_taps(c)) return 0;
+    const double half = (double)l2_bytes / 2, row = (double)c->W * (double)c->C * sizeof(float);
+    const double image = (double)c->H * row;
+    const double block = (double)ks->m * (double)(c->C * c->R * c->S) * sizeof(float);
+    if (image <= half) return 0;
+    for (int64_t t = c->OH / 4; t >= 1; t--) {
+        const double rows = (double)((t - 1) * c->sh + (c->R - 1) * c->dh + 1);
+        if (c->OH % t || rows * row + block > half) continue;
+        return (double)(c->OH / t) * weight_bytes < (double)ceil_div(c->K, ks->m) * image ? t : 0;
+    }
+    return 0;
+}
+
+/* The row-tile loops around kernel ks (conv_row_tile): `n* oh:T* k* ow* oh* c`. */
+static ps_status row_tiles(const ps_kernel_shape *ks, int64_t rows, ps_schedule **out)
+{
+    ps_schedule *s;
+    ps_status st = ps_schedule_create(ks->m, ks->n, ks->k, ks->batch, &s);
+    if (st) return st;
+    ps_schedule_add_loop(s, PS_DIM_N, 1, 1);
+    ps_schedule_add_loop(s, PS_DIM_OH, rows, 1);
+    ps_schedule_add_loop(s, PS_DIM_K, 1, 1);
+    ps_schedule_add_loop(s, PS_DIM_OW, 1, 1);
+    ps_schedule_add_loop(s, PS_DIM_OH, 1, 1);
+    ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
+    *out = s;
+    return PS_SUCCESS;
+}
+
 /* Register block, in columns, of LIBXSMM 1.17's AVX-512 kernels of m rows
  * (ceil(m / 16) vectors per column): 6 for 49-64 (PS_REG_BLOCK), 9 for
  * 33-48, 14 for 17-32; 0 where not measured (16 rows and fewer). */
@@ -778,7 +830,9 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, const ps_expert_
             tile *= ks.m / 32; /* the same channels in 32-channel blocks */
             rows32_kernel(&c, &ks, llc_slow);
         }
-        return tile ? input_stationary(&ks, tile, 0, out) : default_loops(desc, &ks, out);
+        if (tile) return input_stationary(&ks, tile, 0, out);
+        const int64_t rows = conv_row_tile(&c, &ks, weight_bytes, l2_bytes, llc_slow);
+        return rows ? row_tiles(&ks, rows, out) : default_loops(desc, &ks, out);
     }
     const int width = narrow ? 0 : conv_whole_register_width(&c, &ks, llc_slow);
     if (narrow || conv_short_register_block(&c, &ks, c.K, llc_slow)) {

@@ -101,7 +101,10 @@ typedef struct ps_expert_facts {
  * several blocks every block over each input row in turn (`n* oh* ow* c
  * k`); where llc_slow, 1x1 convs with filter banks too large for half of L2 and several column
  * blocks per image in output-channel tiles of at most a quarter of L2 of
- * weights, input-stationary within each tile; for convs whose weights fit in half
+ * weights, input-stationary within each tile; where llc_slow, spatial convs
+ * with such filter banks over images larger than half of L2 in row tiles with
+ * the output-channel blocks inside (`n* oh:T* k* ow* oh* c`) where the tiles
+ * stream fewer bytes; for convs whose weights fit in half
  * of L2 the input-stationary order (every output-channel block over a tile
  * of input while it is in cache) where its tiles balance over the threads,
  * or, where they do not and the weights fit in a quarter of L2, with the
