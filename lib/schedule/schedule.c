@@ -722,7 +722,7 @@ static int conv_merged_taps_rows(const ps_conv_shape *c, const ps_kernel_shape *
  * L2. Measured as candidates beside the plan (Xeon VM, 2 threads, three
  * processes, N = 1 / N = 2; session 30, docs/performance.md): vgga_03 (56 x
  * 56, 128 -> 256, T = 14) 1.033-1.040 / 1.031-1.058x, vgga_04 (256 -> 256,
- * T = 8) 1.019-1.034 / 1.020-1.032x; tiles that do not divide OH lost up to
+ * T = 8) 1.019-1.033 / 1.020-1.032x; tiles that do not divide OH lost up to
  * 10% at N = 1 (uneven threads), two tiles per image (vgga_03, T = 28) 1%
  * less than four. Where the image fits in half of L2 (vgga_05/07, resnet_12,
  * alexnet_02-05, overfeat_03-05: every block rereads it from L2) tiles lost
