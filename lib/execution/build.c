@@ -88,6 +88,46 @@ static int stream_output(const ps_exec *e, double out_bytes, size_t stream_bytes
            out_bytes >= (double)stream_bytes;
 }
 
+/* The input-copy rows each band part's calls read (ps_exec.copy_lo/hi): the
+ * rows of its boxes' images, and in them the input rows their output rows
+ * read (with taps) or, subsampled, all of them. Each part's thread copies
+ * those rows into its own region before its calls. Against one copy that
+ * all threads fill and then read (a barrier, and each core reading the
+ * lines the other wrote), resnet_16 (1x1/2, 1024 -> 512) at N = 1, where
+ * both threads read the whole image, ran 0.90 -> 0.99x oneDNN, resnet_10
+ * 0.96 -> 0.99 (Xeon VM, 2 threads, docs/performance.md "Session 31"). */
+static ps_status copy_parts(ps_exec *e)
+{
+    const ps_conv_shape *c = &e->conv;
+    const int64_t per_row = e->copy_rows / (c->N * c->H); /* copy rows per row of the view */
+    e->copy_lo = malloc((size_t)e->team * sizeof *e->copy_lo);
+    e->copy_hi = malloc((size_t)e->team * sizeof *e->copy_hi);
+    if (!e->copy_lo || !e->copy_hi) return ps_error(PS_ERR_OUT_OF_MEMORY, "conv plan: out of memory for the input copy");
+    e->copy_cap = 0;
+    for (int p = 0; p < e->team; p++) {
+        int64_t lo = INT64_MAX, hi = 0, box_lo[PS_DIM_COUNT], box_hi[PS_DIM_COUNT];
+        const int64_t begin = e->band_total * p / e->team, end = e->band_total * (p + 1) / e->team;
+        for (int64_t it = begin; it < end; it++) {
+            if (!ps_exec_band_box(e, it, box_lo, box_hi)) continue;
+            int64_t first = INT64_MAX, last = -1; /* input rows of the box's output rows */
+            for (int64_t oh = box_lo[PS_DIM_OH]; oh < box_hi[PS_DIM_OH]; oh++) {
+                if (e->r_hi[oh] <= e->r_lo[oh]) continue;
+                const int64_t ih0 = oh * c->sh - c->pt;
+                first = min64(first, ih0 + e->r_lo[oh] * c->dh);
+                last = max64(last, ih0 + (e->r_hi[oh] - 1) * c->dh);
+            }
+            if (last < 0) continue;
+            lo = min64(lo, (box_lo[PS_DIM_N] * c->H + first) * per_row);
+            hi = max64(hi, ((box_hi[PS_DIM_N] - 1) * c->H + last + 1) * per_row);
+        }
+        if (hi <= lo) lo = hi = 0;
+        e->copy_lo[p] = lo;
+        e->copy_hi[p] = hi;
+        e->copy_cap = max64(e->copy_cap, hi - lo);
+    }
+    return PS_SUCCESS;
+}
+
 static ps_status build_conv(ps_exec *e, const ps_conv_desc *d, size_t stream_bytes)
 {
     ps_conv_shape_of(d, &e->conv);
@@ -129,9 +169,11 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d, size_t stream_byt
     /* The input copy each execution makes (padded, or subsampled for a
      * strided 1x1: ps_conv_shape), row by row: input rows, or output rows. */
     if (c->padded_copy || c->sub_h > 1 || c->sub_w > 1) {
-        e->copy_rows = c->N * (c->padded_copy ? c->H : (c->src_H - 1) / c->sub_h + 1);
-        if (!ps_mul_ok(c->N * c->H, c->W * c->C, &e->copy_floats))
+        int64_t floats;
+        if (!ps_mul_ok(c->N * c->H, c->W * c->C, &floats))
             return ps_error(PS_ERR_OVERFLOW, "conv plan: input copy too large");
+        e->copy_rows = c->N * (c->padded_copy ? c->H : (c->src_H - 1) / c->sub_h + 1);
+        e->copy_row_floats = floats / e->copy_rows;
     }
     e->stream_out = stream_output(e, (double)ps_conv_dst_elems(c) * sizeof(float), stream_bytes) && !e->post_ops && !e->nchw;
     /* Segments: one per block (merged taps), else at most one per filter
@@ -148,13 +190,14 @@ static ps_status build_conv(ps_exec *e, const ps_conv_desc *d, size_t stream_byt
         e->r_hi[oh] = min64(c->R, floor_div(c->H - 1 - ih0, c->dh) + 1);
         if (e->r_hi[oh] < e->r_lo[oh]) e->r_hi[oh] = e->r_lo[oh];
     }
+    ps_status st;
+    if (e->copy_rows && (st = copy_parts(e))) return st;
     /* Segments: per block, all its columns over all taps (merged taps: the
      * input is unpadded across or read from the padded copy), or else runs
      * of filter columns valid on the same output columns, the one spanning
      * the whole block (if any) first so it can initialise the tile. */
     const int64_t ldb = c->sw * c->C, ldc = c->K;
     int64_t ns = 0;
-    ps_status st;
     for (int64_t b = 0; b < e->ext[PS_DIM_OW]; b++) {
         e->seg_begin[b] = ns;
         const int64_t a0 = b * e->ks.n, a1 = min64((b + 1) * e->ks.n, c->OW);
@@ -263,6 +306,7 @@ static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d, size_t llc_bytes,
         (e->panel_m >= PS_GEMM_PANEL_MIN_BLOCKS || e->panel_m == e->ext[PS_DIM_K]) &&
         (e->panel_n >= PS_GEMM_PANEL_MIN_BLOCKS || e->panel_n == e->ext[PS_DIM_OW]))
         e->panels = e->pack_a = 1;
+    if (!e->panels) e->team = e->nthreads;
     e->lda = e->pack_a ? e->ks.m : g->lda;
     e->ldb = e->ks.k;
     e->stream_out = g->beta == 0.0f && stream_output(e, (double)g->N * (double)g->ldc * sizeof(float), stream_bytes);
@@ -297,7 +341,8 @@ static void layout_thread_region(ps_exec *e)
     e->panel_offset = e->cpad_offset + round_region((size_t)(cpad_rows * e->ks.n) * sizeof(float));
     e->panel_a_floats = e->panels ? (size_t)(e->panel_m * e->batch_cap * e->ks.m * e->ks.k) : 0;
     const size_t panel_b_floats = e->panels ? (size_t)(e->panel_n * e->batch_cap * e->ks.k * e->ks.n) : 0;
-    e->thread_bytes = e->panel_offset + round_region((e->panel_a_floats + panel_b_floats) * sizeof(float));
+    e->copy_offset = e->panel_offset + round_region((e->panel_a_floats + panel_b_floats) * sizeof(float));
+    e->thread_bytes = e->copy_offset + round_region((size_t)(e->copy_cap * e->copy_row_floats) * sizeof(float));
 }
 
 ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads, const ps_machine *m)
@@ -335,6 +380,11 @@ ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sche
     memcpy(left, e->ext, sizeof left);
     e->band_total = 1;
     for (int i = 0; i < e->n_parallel; i++) e->band_total *= e->band_trips[i] = ps_loop_trips(&e->loops[i], left);
+    /* No more threads than band iterations: a thread without any would only
+     * cost the fork and join (a 1x1 image of 1024 -> 5 channels, one image:
+     * 2.8 us on two threads, 2.2 us on one). GEMMs that pack their operands
+     * in a pass give every thread a share of it (build_gemm). */
+    e->team = (int)min64(e->nthreads, max64(e->band_total, 1));
     const size_t stream_bytes = ps_machine_stream_bytes(m);
     ps_status st = desc->kind == PS_OP_GEMM ? build_gemm(e, &desc->u.gemm, ps_machine_cache_bytes(m, 3),
                                                          ps_machine_panel_bytes(m), stream_bytes)
@@ -354,7 +404,10 @@ void ps_exec_release(ps_exec *e)
     free(e->seg_begin);
     free(e->segs);
     free(e->block_zero);
+    free(e->copy_lo);
+    free(e->copy_hi);
     e->block_zero = NULL;
+    e->copy_lo = e->copy_hi = NULL;
     e->r_lo = e->r_hi = e->seg_begin = NULL;
     e->segs = NULL;
 }

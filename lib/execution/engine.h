@@ -49,6 +49,8 @@ typedef struct ps_exec {
     int64_t band_trips[PS_SCHEDULE_MAX_LOOPS]; /* iterations of each parallel loop (ps_loop_trips) */
     int64_t band_total;        /* their product: the band's iterations, split over the threads */
     int nthreads;
+    int team;                  /* the band's parts: threads an execution starts (ps_exec_band_box);
+                                  fewer than nthreads where the band has fewer iterations */
     int64_t batch_cap;         /* most batch entries one kernel call can have */
     int64_t m_tail;            /* size of the last output-channel block (may equal m) */
     int64_t m_rows[2];         /* rows the kernels of a full / the last output-channel block
@@ -69,8 +71,8 @@ typedef struct ps_exec {
     size_t thread_bytes;       /* each thread's workspace region (pages): its batch address
                                   lists at 0, the padded kernels' scratch block at cpad_offset,
                                   (panels) the A panel at panel_offset, panel_a_floats long,
-                                  the B panel after it */
-    size_t cpad_offset, panel_offset, panel_a_floats;
+                                  the B panel after it, (conv) its input copy at copy_offset */
+    size_t cpad_offset, panel_offset, panel_a_floats, copy_offset;
 
     /* conv */
     ps_conv_shape conv;
@@ -79,13 +81,17 @@ typedef struct ps_exec {
     int64_t *seg_begin;        /* per ow-block b: segments [seg_begin[b], seg_begin[b+1]) */
     unsigned char *block_zero; /* per ow-block: no segment spans the whole block, so the
                                   first chunk zeroes the tile and every call accumulates */
-    int64_t copy_rows;         /* each execution first copies the input into the workspace,
+    int64_t copy_rows;         /* the calls read a copy of the input (conv's geometry):
                                   conv.padded_copy (merged taps with horizontal padding: zero
                                   columns around each input row, so edge columns reduce over all
-                                  S taps) or conv.sub_h/sub_w (strided 1x1: every sub-th pixel),
-                                  this many rows of copy_floats / copy_rows floats in parallel,
-                                  and every call reads the copy (conv's geometry); 0: in place */
-    int64_t copy_floats;       /* that copy's size: N x H x W x C of conv */
+                                  S taps) or conv.sub_h/sub_w (strided 1x1: every sub-th pixel);
+                                  the whole copy has this many rows (input rows, or subsampled
+                                  output rows) of copy_row_floats; 0: the input is read in place */
+    int64_t copy_row_floats;
+    int64_t *copy_lo, *copy_hi; /* per band part (team of them): the copy rows its calls read.
+                                  The part's thread copies them into its own region first (no
+                                  barrier, no reads of lines another core wrote); see build.c */
+    int64_t copy_cap;          /* the most rows of any part: a region's copy */
     ps_conv_segment *segs;
     int64_t n_segs;
     int nchw;                  /* activations arrive/leave as NCHW: convert via workspace */
@@ -132,6 +138,12 @@ static inline int ps_exec_padded(const ps_exec *e, int mt)
 {
     return e->m_rows[mt] != (mt ? e->m_tail : e->ks.m);
 }
+
+/* The box of tile indices [lo, hi) of iteration `it` of the parallel band
+ * (its loops collapsed row-major); 0 where the iteration is empty (a
+ * partial parent tile). Part p of the band's P parts (threads) runs
+ * iterations [band_total * p / P, band_total * (p + 1) / P). */
+int ps_exec_band_box(const ps_exec *e, int64_t it, int64_t lo[PS_DIM_COUNT], int64_t hi[PS_DIM_COUNT]);
 
 /* Workspace bytes an execution needs (scratch address lists included). */
 size_t ps_exec_workspace_bytes(const ps_exec *e);

@@ -21,6 +21,8 @@ typedef struct gemm_panel {
 typedef struct tile_ctx {
     const ps_exec *e;
     const float *src, *wei, *bias, *a, *b;
+    int64_t src_shift;          /* floats of src before what it holds: the first copy row
+                                   of this thread's input copy x its floats; else 0 */
     float *dst, *c;
     const float **abuf, **bbuf; /* batch address lists, batch_cap entries each; refilled
                                    before every call: LIBXSMM 1.17's address-batch
@@ -120,7 +122,7 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
     const int64_t ih0 = oh * c->sh - c->pt;
     const int64_t rows = e->m_rows[mt]; /* the weight block's rows (lda) */
     const float *wblk = t->wei + kb * e->m_rows[0] * c->R * c->S * c->C;
-    const float *img = t->src + n * c->H * c->W * c->C;
+    const int64_t row_floats = c->W * c->C, img = n * c->H * row_floats - t->src_shift; /* offsets in src */
     const float *bias = (e->post_ops & PS_POST_BIAS) ? t->bias + kb * e->ks.m : NULL;
     const int relu = (e->post_ops & PS_POST_RELU) != 0;
 
@@ -143,13 +145,13 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
             unsigned long long cnt = 0;
             if (e->merge_taps) {
                 /* One C block; phase p covers columns ow0 + p, ow0 + p + q, ... */
-                const int64_t q = e->tap_phases, row_floats = c->W * c->C;
+                const int64_t q = e->tap_phases;
                 for (int64_t p = 0; p < q && p < sg->width; p++) {
-                    const float *at = img + (iw0 + sg->s_lo + p * c->sw) * c->C;
+                    const int64_t at = img + (iw0 + sg->s_lo + p * c->sw) * c->C;
                     cnt = 0;
                     for (int64_t r = r_lo; r < r_hi; r++, cnt++) {
                         t->abuf[cnt] = wblk + (r * c->S + sg->s_lo) * c->C * rows;
-                        t->bbuf[cnt] = at + (ih0 + r * c->dh) * row_floats;
+                        t->bbuf[cnt] = t->src + (at + (ih0 + r * c->dh) * row_floats);
                     }
                     const ps_kernel_set *ks = p < sg->wide_phases ? &sg->kernels : &sg->kernels_narrow;
                     conv_call(t, ks, mt, part, beta, ct + p * c->K, q * c->K, (sg->width - p + q - 1) / q, &cnt);
@@ -158,9 +160,9 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
                 continue;
             }
             for (int64_t r = r_lo; r < r_hi; r++) {
-                const float *row = img + (ih0 + r * c->dh) * c->W * c->C;
+                const int64_t row = img + (ih0 + r * c->dh) * row_floats;
                 for (int64_t s = sg->s_lo; s < sg->s_hi; s++) {
-                    const float *pix = row + (iw0 + s * c->dw) * c->C;
+                    const float *pix = t->src + (row + (iw0 + s * c->dw) * c->C);
                     const float *wtap = wblk + (r * c->S + s) * c->C * rows;
                     for (int64_t cb = lo; cb < hi; cb++) {
                         t->abuf[cnt] = wtap + cb * k * rows;
@@ -323,29 +325,32 @@ static void walk(const tile_ctx *t, tile_fn fn, int li, int64_t lo[PS_DIM_COUNT]
     hi[d] = phi;
 }
 
-/* Runs the share of thread `tid` of `nt`: the parallel band's iterations
- * are collapsed row-major and split into nt contiguous, equal parts. */
-static void run_thread(const tile_ctx *t, tile_fn fn, int tid, int nt)
+int ps_exec_band_box(const ps_exec *e, int64_t it, int64_t lo[PS_DIM_COUNT], int64_t hi[PS_DIM_COUNT])
+{
+    int64_t idx[PS_SCHEDULE_MAX_LOOPS];
+    for (int i = e->n_parallel - 1; i >= 0; i--) {
+        idx[i] = it % e->band_trips[i];
+        it /= e->band_trips[i];
+    }
+    for (int d = 0; d < PS_DIM_COUNT; d++) { lo[d] = 0; hi[d] = e->ext[d]; }
+    for (int i = 0; i < e->n_parallel; i++) {
+        const ps_loop *l = &e->loops[i];
+        int64_t x = lo[l->dim] + idx[i] * l->tile;
+        if (x >= hi[l->dim]) return 0; /* partial parent tile: nothing here */
+        lo[l->dim] = x;
+        hi[l->dim] = min64(x + l->tile, hi[l->dim]);
+    }
+    return 1;
+}
+
+/* Runs part `part` of the band's e->team parts (ps_exec_band_box). */
+static void run_part(const tile_ctx *t, tile_fn fn, int part)
 {
     const ps_exec *e = t->e;
-    const int64_t *trips = e->band_trips, total = e->band_total;
-    const int64_t begin = total * tid / nt, end = total * (tid + 1) / nt;
+    const int64_t begin = e->band_total * part / e->team, end = e->band_total * (part + 1) / e->team;
     int64_t lo[PS_DIM_COUNT], hi[PS_DIM_COUNT];
     for (int64_t it = begin; it < end; it++) {
-        int64_t idx[PS_SCHEDULE_MAX_LOOPS], rem = it;
-        for (int i = e->n_parallel - 1; i >= 0; i--) {
-            idx[i] = rem % trips[i];
-            rem /= trips[i];
-        }
-        for (int d = 0; d < PS_DIM_COUNT; d++) { lo[d] = 0; hi[d] = e->ext[d]; }
-        int empty = 0;
-        for (int i = 0; i < e->n_parallel && !empty; i++) {
-            const ps_loop *l = &e->loops[i];
-            int64_t x = lo[l->dim] + idx[i] * l->tile;
-            if (x >= hi[l->dim]) empty = 1; /* partial parent tile: nothing here */
-            else { lo[l->dim] = x; hi[l->dim] = min64(x + l->tile, hi[l->dim]); }
-        }
-        if (empty) continue;
+        if (!ps_exec_band_box(e, it, lo, hi)) continue;
         if (t->panel) {
             t->panel->m_lo = lo[PS_DIM_K];
             t->panel->m_hi = hi[PS_DIM_K];
@@ -363,7 +368,6 @@ size_t ps_exec_workspace_bytes(const ps_exec *e)
     size_t floats = 0;
     if (e->kind == PS_OP_CONV_FWD && e->nchw)
         floats = (size_t)(ps_conv_src_elems(&e->conv) + ps_conv_dst_elems(&e->conv));
-    if (e->kind == PS_OP_CONV_FWD) floats += (size_t)e->copy_floats;
     if (e->kind == PS_OP_GEMM) /* operands packed in the pass, blocks padded to full size */
         floats = e->panels ? 0
                            : (size_t)(e->k_blocks * e->ks.k *
@@ -372,15 +376,14 @@ size_t ps_exec_workspace_bytes(const ps_exec *e)
     return 64 + align64(floats * sizeof(float)) + (size_t)e->nthreads * e->thread_bytes;
 }
 
-/* Row i of the input copy (ps_exec.copy_rows) from the user's (NHWC) input.
- * Padded: input row i with copy_pl zero columns left of it and zeros right
- * of it. Subsampled: output row y of image n, i = n * OH + y, pixel x <-
- * input pixel (y * sub_h, x * sub_w). */
-static void fill_copy_row(const ps_exec *e, const float *src, float *copy, int64_t i)
+/* Row i of the input copy (ps_exec.copy_rows) from the user's (NHWC) input
+ * into dst. Padded: input row i with copy_pl zero columns left of it and
+ * zeros right of it. Subsampled: output row y of image n, i = n * OH + y,
+ * pixel x <- input pixel (y * sub_h, x * sub_w). */
+static void fill_copy_row(const ps_exec *e, const float *src, float *dst, int64_t i)
 {
     const ps_conv_shape *c = &e->conv;
-    const int64_t C = c->C, row_floats = e->copy_floats / e->copy_rows;
-    float *dst = copy + i * row_floats;
+    const int64_t C = c->C, row_floats = e->copy_row_floats;
     if (c->padded_copy) {
         const int64_t x0 = clamp64(c->copy_pl, 0, c->W), x1 = clamp64(c->copy_pl + c->src_W, x0, c->W);
         memset(dst, 0, (size_t)(x0 * C) * sizeof *dst);
@@ -426,13 +429,8 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
         base.dst = dst_nhwc;
         scratch_floats = (size_t)(ps_conv_src_elems(c) + ps_conv_dst_elems(c));
     }
-    const float *copy_src = base.src; /* what the input copy reads */
-    float *copy = NULL;                /* filled inside the kernels' parallel region */
-    float *pack_a_dst = NULL, *pack_b_dst = NULL; /* GEMM operands packed there, inside it too */
-    if (e->kind == PS_OP_CONV_FWD && e->copy_rows) {
-        base.src = copy = scratch + scratch_floats;
-        scratch_floats += (size_t)e->copy_floats;
-    }
+    const float *copy_src = base.src; /* what the threads' input copies read */
+    float *pack_a_dst = NULL, *pack_b_dst = NULL; /* GEMM operands packed inside the parallel region */
     if (e->kind == PS_OP_GEMM) {
         const ps_gemm_shape *g = &e->gemm;
         if (g->alpha == 0.0f) {
@@ -472,13 +470,8 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
     base.stream = e->stream_out && (uintptr_t)(e->kind == PS_OP_GEMM ? (void *)base.c : (void *)base.dst) % 64 == 0;
     const double t_kernels = prof ? omp_get_wtime() : 0.0;
     char *per_thread = ws + align64(scratch_floats * sizeof(float));
-    /* No more threads than band iterations: a thread without any would only
-     * cost the fork and join (a 1x1 image of 1024 -> 5 channels, one image:
-     * 2.8 us on two threads, 2.2 us on one). Packing GEMM operands, every
-     * thread has work. */
-    const int team = pack_b_dst ? e->nthreads : (int)min64(e->nthreads, e->band_total > 1 ? e->band_total : 1);
     double t_packed = t_kernels;
-#pragma omp parallel num_threads(team) if (team > 1)
+#pragma omp parallel num_threads(e->team) if (e->team > 1)
     {
         int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         tile_ctx t = base;
@@ -492,12 +485,6 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
             panel.a = (float *)(mine + e->panel_offset);
             panel.b = panel.a + e->panel_a_floats;
             t.panel = &panel;
-        }
-        if (copy) {
-            /* The input copy, in the same parallel region; the loop's
-             * barrier keeps every call after it. */
-#pragma omp for schedule(static)
-            for (int64_t i = 0; i < e->copy_rows; i++) fill_copy_row(e, copy_src, copy, i);
         }
         if (pack_b_dst) {
             /* Every thread packs a share of both operands; the barrier keeps
@@ -514,7 +501,18 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
 #pragma omp barrier
             if (prof && tid == 0) t_packed = omp_get_wtime();
         }
-        run_thread(&t, fn, tid, nt);
+        /* One part per thread, unless the runtime started fewer threads. */
+        for (int part = tid; part < e->team; part += nt) {
+            if (e->copy_rows) {
+                /* The rows this part's calls read, into this thread's copy. */
+                float *copy = (float *)(mine + e->copy_offset);
+                const int64_t lo = e->copy_lo[part], hi = e->copy_hi[part];
+                for (int64_t i = lo; i < hi; i++) fill_copy_row(e, copy_src, copy + (i - lo) * e->copy_row_floats, i);
+                t.src = copy;
+                t.src_shift = lo * e->copy_row_floats;
+            }
+            run_part(&t, fn, part);
+        }
         /* Streaming stores are weakly ordered: drain them before the join. */
         if (t.stream) __builtin_ia32_sfence();
     }
