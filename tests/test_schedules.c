@@ -573,6 +573,61 @@ static void test_strip_rule(void)
     }
 }
 
+/* Workspace bytes of a plan of d with this schedule on `threads` threads. */
+static size_t workspace_of(ps_context *ctx, const ps_desc *d, const char *text, int threads)
+{
+    ps_schedule *s = NULL;
+    size_t bytes = 0;
+    TU_OK(ps_schedule_parse(d->kind, text, &s));
+    ps_plan_options po;
+    ps_plan_options_init(&po);
+    po.schedule = s;
+    po.num_threads = threads;
+    po.flags = PS_PLAN_NO_CACHE;
+    ps_plan *p = NULL;
+    TU_OK(ps_plan_create(ctx, d, &po, &p));
+    if (p) TU_OK(ps_plan_workspace_size(p, &bytes));
+    ps_plan_destroy(p);
+    ps_schedule_destroy(s);
+    return bytes;
+}
+
+/* A conv that reads a copy of its input: each thread copies only the rows
+ * its own part of the band reads, into its own region (lib/execution). A
+ * 7x7/2 first layer (merged taps, zero-padded copy), the band split by
+ * images (one image each) and by output rows (half an image and the halo
+ * each); and a strided 1x1 over its subsampled copy, the band split by
+ * output channels (the whole image each). One thread's workspace holds
+ * the copy of every image of its plan. */
+static void test_copy_parts(ps_context *ctx)
+{
+    ps_desc first = conv_desc(2, 3, 64, 112, 112, 7, 7);
+    ps_conv_desc *c = &first.u.conv;
+    c->stride_h = c->stride_w = 2;
+    c->pad_top = c->pad_bottom = c->pad_left = c->pad_right = 3;
+    const char *rows = "32x28x3/1 : n* oh* ow* c k";
+    const size_t two_images = workspace_of(ctx, &first, rows, 1);
+    const size_t image_each = workspace_of(ctx, &first, rows, 2);
+    TU_CHECK(two_images > 0 && image_each > 0 && image_each <= two_images + 64 * 1024,
+             "7x7/2, two images on two threads: workspace %zu bytes, one thread's for both images %zu (each thread "
+             "should copy one image)", image_each, two_images);
+    c->N = 1;
+    const size_t one_image = workspace_of(ctx, &first, rows, 1);
+    const size_t half_each = workspace_of(ctx, &first, rows, 2);
+    TU_CHECK(one_image > 0 && half_each <= one_image * 5 / 4,
+             "7x7/2, one image on two threads: workspace %zu bytes, one thread's %zu (each thread should copy the "
+             "rows of its half: 61 of 112)", half_each, one_image);
+
+    ps_desc sub = conv_desc(1, 64, 512, 14, 14, 1, 1);
+    sub.u.conv.stride_h = sub.u.conv.stride_w = 2;
+    const char *channels = "32x49x64/1 : n* k* oh* ow* c";
+    const size_t one = workspace_of(ctx, &sub, channels, 1), two = workspace_of(ctx, &sub, channels, 2);
+    const size_t copy_bytes = 7 * 7 * 64 * sizeof(float);
+    TU_CHECK(one >= copy_bytes && two >= 2 * copy_bytes,
+             "1x1/2 over its subsampled copy, output channels split: workspace %zu (1 thread), %zu (2 threads), "
+             "want a whole copy (%zu bytes) per thread", one, two, copy_bytes);
+}
+
 /* ------------------------------------------------------------ illegal schedules */
 
 /* A syntactically valid schedule that does not fit the descriptor: parse may
@@ -750,6 +805,7 @@ int main(void)
     }
     test_invalid(ctx, cases);
     test_strip_rule();
+    test_copy_parts(ctx);
     test_spellings();
     ps_context_destroy(small_l2);
     ps_context_destroy(ctx);
