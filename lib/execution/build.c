@@ -105,8 +105,8 @@ static ps_status copy_parts(ps_exec *e)
     if (!e->copy_lo || !e->copy_hi) return ps_error(PS_ERR_OUT_OF_MEMORY, "conv plan: out of memory for the input copy");
     e->copy_cap = 0;
     for (int p = 0; p < e->team; p++) {
-        int64_t lo = INT64_MAX, hi = 0, box_lo[PS_DIM_COUNT], box_hi[PS_DIM_COUNT];
-        const int64_t begin = e->band_total * p / e->team, end = e->band_total * (p + 1) / e->team;
+        int64_t lo = INT64_MAX, hi = 0, box_lo[PS_DIM_COUNT], box_hi[PS_DIM_COUNT], begin, end;
+        ps_exec_part_range(e, p, &begin, &end);
         for (int64_t it = begin; it < end; it++) {
             if (!ps_exec_band_box(e, it, box_lo, box_hi)) continue;
             int64_t first = INT64_MAX, last = -1; /* input rows of the box's output rows */

@@ -141,9 +141,16 @@ static inline int ps_exec_padded(const ps_exec *e, int mt)
 
 /* The box of tile indices [lo, hi) of iteration `it` of the parallel band
  * (its loops collapsed row-major); 0 where the iteration is empty (a
- * partial parent tile). Part p of the band's P parts (threads) runs
- * iterations [band_total * p / P, band_total * (p + 1) / P). */
+ * partial parent tile). */
 int ps_exec_band_box(const ps_exec *e, int64_t it, int64_t lo[PS_DIM_COUNT], int64_t hi[PS_DIM_COUNT]);
+
+/* The band iterations [*begin, *end) of part p of the e->team parts: contiguous,
+ * equal shares (one per thread). */
+static inline void ps_exec_part_range(const ps_exec *e, int p, int64_t *begin, int64_t *end)
+{
+    *begin = e->band_total * p / e->team;
+    *end = e->band_total * (p + 1) / e->team;
+}
 
 /* Workspace bytes an execution needs (scratch address lists included). */
 size_t ps_exec_workspace_bytes(const ps_exec *e);

@@ -347,8 +347,8 @@ int ps_exec_band_box(const ps_exec *e, int64_t it, int64_t lo[PS_DIM_COUNT], int
 static void run_part(const tile_ctx *t, tile_fn fn, int part)
 {
     const ps_exec *e = t->e;
-    const int64_t begin = e->band_total * part / e->team, end = e->band_total * (part + 1) / e->team;
-    int64_t lo[PS_DIM_COUNT], hi[PS_DIM_COUNT];
+    int64_t lo[PS_DIM_COUNT], hi[PS_DIM_COUNT], begin, end;
+    ps_exec_part_range(e, part, &begin, &end);
     for (int64_t it = begin; it < end; it++) {
         if (!ps_exec_band_box(e, it, lo, hi)) continue;
         if (t->panel) {
