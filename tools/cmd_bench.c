@@ -35,7 +35,7 @@ typedef struct bench_opts {
     int top_k;              /* planner option: time the k best-ranked schedules */
     int vs_onednn, onednn_mode, exhaustive;
     int reps, variant_reps, plan_reps;
-    double min_trial_ms, tol;
+    double min_trial_ms, warmup_ms, tol;
     uint64_t seed;
     int progress;           /* stderr is a terminal */
     FILE *dist;             /* --dist, or NULL */
@@ -239,11 +239,13 @@ typedef struct timed {
     bench_fn run;
     void *arg;
     long loops;             /* executions per trial */
+    long warm_loops;        /* untimed executions before a trial that follows another implementation */
     double *samples;        /* ms per execution, one per trial */
 } timed;
 
-/* Warm-up that also sets how many executions make a trial of >= min_ms. */
-static int calibrate(timed *t, int threads, double min_ms)
+/* Warm-up that also sets how many executions make a trial of >= min_ms and
+ * how many make a warm-up of >= warmup_ms (none for 0). */
+static int calibrate(timed *t, int threads, double min_ms, double warmup_ms)
 {
     omp_set_num_threads(threads);
     if (t->run(t->arg)) return -1;
@@ -257,19 +259,29 @@ static int calibrate(timed *t, int threads, double min_ms)
     double per = el / (double)n;
     long loops = per > 0.0 ? (long)ceil(min_ms / per) : 1;
     t->loops = loops < 1 ? 1 : loops;
+    long warm = warmup_ms <= 0.0 ? 0 : per > 0.0 ? (long)ceil(warmup_ms / per) : 1;
+    t->warm_loops = warm < 0 ? 0 : warm;
     return 0;
 }
 
 /* `trials` rounds; each runs one trial of every implementation, rotating
- * which goes first. */
-static int time_alternating(timed *ts, int n, int trials, int threads, double min_ms)
+ * which goes first. A trial that follows another implementation starts with
+ * its untimed warm-up: the first executions after a switch to other buffers
+ * ran up to 1.4x slower for a 72 MB layer (fastrcnn_05 at N = 2, three of
+ * them), so that without a warm-up whichever implementation shares its
+ * operands with its predecessor (the chosen plan and the default schedule)
+ * gained (docs/performance.md, session 32). */
+static int time_alternating(timed *ts, int n, int trials, int threads, double min_ms, double warmup_ms)
 {
     for (int i = 0; i < n; i++)
-        if (calibrate(&ts[i], threads, min_ms)) return -1;
+        if (calibrate(&ts[i], threads, min_ms, warmup_ms)) return -1;
     for (int t = 0; t < trials; t++)
         for (int j = 0; j < n; j++) {
             timed *im = &ts[(t + j) % n];
             omp_set_num_threads(threads); /* oneDNN runs on omp_get_max_threads() */
+            if (n > 1)
+                for (long r = 0; r < im->warm_loops; r++)
+                    if (im->run(im->arg)) return -1;
             double t0 = cli_now_ms();
             for (long r = 0; r < im->loops; r++)
                 if (im->run(im->arg)) return -1;
@@ -386,8 +398,8 @@ static int time_variants(ps_context *ctx, const bench_opts *bo, const ps_desc *d
         snprintf(what, sizeof what, "variant %d", v.rank);
         if (vrc == CLI_OK) vrc = verify(bo, &r, o, what, &row->err);
         if (vrc == CLI_OK) {
-            timed t = {run_polysci, &r, 0, samples};
-            if (time_alternating(&t, 1, bo->variant_reps, bo->threads, bo->min_trial_ms)) vrc = CLI_FAIL;
+            timed t = {run_polysci, &r, 0, 0, samples};
+            if (time_alternating(&t, 1, bo->variant_reps, bo->threads, bo->min_trial_ms, bo->warmup_ms)) vrc = CLI_FAIL;
             else ms[i] = cli_median(samples, bo->variant_reps);
         }
         runner_release(&r);
@@ -668,7 +680,7 @@ static int bench_layer(ps_context *ctx, const bench_opts *bo, const cli_layer *l
         layer_oom(name);
         goto out;
     }
-    for (int i = 0; i <= n_timed; i++) ts[i] = (timed){run_polysci, NULL, 0, samples + (size_t)i * (size_t)bo->reps};
+    for (int i = 0; i <= n_timed; i++) ts[i] = (timed){run_polysci, NULL, 0, 0, samples + (size_t)i * (size_t)bo->reps};
     ts[0].arg = &chosen;
     ts[1].arg = &deflt;
     for (int i = 0; i < n_extra; i++) ts[2 + i].arg = &extra[i];
@@ -679,7 +691,7 @@ static int bench_layer(ps_context *ctx, const bench_opts *bo, const cli_layer *l
         n_timed++;
     }
 #endif
-    if (time_alternating(ts, n_timed, bo->reps, bo->threads, bo->min_trial_ms)) goto out;
+    if (time_alternating(ts, n_timed, bo->reps, bo->threads, bo->min_trial_ms, bo->warmup_ms)) goto out;
     row->ps_ms = cli_median(ts[0].samples, bo->reps);
     row->default_ms = cli_median(ts[1].samples, bo->reps);
     if (bo->vs_onednn) row->dn_ms = cli_median(ts[n_timed - 1].samples, bo->reps);
@@ -937,7 +949,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     const char *layers_arg = NULL, *vs = NULL, *ranker_arg = "default", *csv = NULL, *dist = NULL;
     const char *only = NULL, *mode_arg = "any", *cands_arg = NULL;
     int64_t batch = 2, threads = 0, reps = 11, variant_reps = 3, plan_reps = 3, seed = 1, top_k = 0;
-    double min_ms = 20.0, tol = 1e-4;
+    double min_ms = 20.0, warmup_ms = 20.0, tol = 1e-4;
     int exhaustive = 0;
     cli_opt opts[] = {
         {"layers", CLI_OPT_STRING, &layers_arg, 0, 0,
@@ -958,6 +970,8 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         {"variant-reps", CLI_OPT_INT, &variant_reps, 1, 100000,
          "R  trials per variant with --exhaustive, median (default 3)", 0},
         {"min-trial-ms", CLI_OPT_FLOAT, &min_ms, 0, 0, "MS  each trial loops until it lasts >= MS (default 20)", 0},
+        {"warmup-ms", CLI_OPT_FLOAT, &warmup_ms, 0, 0,
+         "MS  untimed executions lasting >= MS before each trial that follows another implementation (default 20; 0: none)", 0},
         {"plan-reps", CLI_OPT_INT, &plan_reps, 1, 64, "R  cold and cached plan creations timed, median (default 3)", 0},
         {"csv", CLI_OPT_STRING, &csv, 0, 0, "FILE  write the per-layer CSV there ('-': stdout)", 0},
         {"only", CLI_OPT_STRING, &only, 0, 0, "TEXT  only layers whose name contains TEXT", 0},
@@ -977,7 +991,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
                "'Microkernel' baseline) against %s,\n"
                "then times them (and oneDNN with --vs onednn; its weight reorders are untimed) in\n"
                "alternating trials, rotating the order; each trial loops until it lasts\n"
-               ">= --min-trial-ms; medians are reported. GFLOP/s are nominal:\n  %s.\n%s"
+               ">= --min-trial-ms, after an untimed warm-up of >= --warmup-ms; medians are reported. GFLOP/s are nominal:\n  %s.\n%s"
                "Prints a table and geomeans; --csv writes\n  %s\n"
                "(ratio = onednn_ms / polysci_ms; unmeasured fields are empty).\n\noptions:\n",
                cmd, (int)strlen(cmd), "",
@@ -1010,8 +1024,8 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         fprintf(stderr, "polysci %s: --exhaustive and --candidates exclude each other\n", cmd);
         return CLI_USAGE;
     }
-    if (min_ms < 0.0 || tol < 0.0) {
-        fprintf(stderr, "polysci %s: --min-trial-ms and --tol must be >= 0\n", cmd);
+    if (min_ms < 0.0 || warmup_ms < 0.0 || tol < 0.0) {
+        fprintf(stderr, "polysci %s: --min-trial-ms, --warmup-ms and --tol must be >= 0\n", cmd);
         return CLI_USAGE;
     }
 
@@ -1055,7 +1069,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     }
     bench_opts bo = {.kind = kind, .threads = ps_context_num_threads(ctx), .ranker = (ps_ranker)ranker,
                      .top_k = (int)top_k, .vs_onednn = vs != NULL, .onednn_mode = mode, .exhaustive = exhaustive, .reps = (int)reps,
-                     .variant_reps = (int)variant_reps, .plan_reps = (int)plan_reps, .min_trial_ms = min_ms,
+                     .variant_reps = (int)variant_reps, .plan_reps = (int)plan_reps, .min_trial_ms = min_ms, .warmup_ms = warmup_ms,
                      .tol = tol, .seed = (uint64_t)seed, .progress = cli_progress_enabled(), .dist = NULL,
                      .cands = cands, .n_cands = n_cands};
     FILE *csv_f = NULL;
