@@ -421,7 +421,7 @@ static void conv_expert_rule(ps_context *ctx)
         /* Slow last level: 1x1 convs whose calls all read fresh weights (one
          * column block per image, weights too large for half of L2). */
         {1, 2048, 512, 7, 1, 1 << 20, 0, 1, 1},     /* resnet_19: 4 MiB, 49 pixels in one block */
-        {2, 512, 512, 7, 1, 2 << 20, 0, 1, 1},      /* 1 MiB, exactly half of L2, two images */
+        {2, 512, 512, 7, 1, 2 << 20, 3, 1, 1},      /* 1 MiB, exactly half of L2, two images: images inside */
         {1, 512, 512, 7, 1, 2 << 20, 0, 0, 1},      /* ... one image: half is not too much (uneven tiles: default) */
         {2, 1024, 256, 12, 1, 1 << 20, 0, 0, 1},    /* 144 pixels in 6 blocks reuse each weight block */
         {2, 128, 128, 14, 3, 1 << 20, 0, 1, 1},     /* spatial: the call-size rule as without the flag */
@@ -439,7 +439,9 @@ static void conv_expert_rule(ps_context *ctx)
                      !strncmp(got, want_kernel, strlen(want_kernel)),
                  "case %zu: expert '%s', want the kernel '%s' (default '%s')", i, got, want_kernel, dflt);
         if (cases[i].stationary) {
-            const char *want = cases[i].stationary == 2 ? ": n* oh* ow* k* c" : ": n* oh* ow* c k";
+            const char *want = cases[i].stationary == 3   ? ": k* n* oh* ow* c"
+                               : cases[i].stationary == 2 ? ": n* oh* ow* k* c"
+                                                          : ": n* oh* ow* c k";
             TU_CHECK(loops && !strcmp(loops, want), "case %zu: expert '%s', want '%s'", i, got, want);
         } else
             TU_CHECK(loops && dloops && !strcmp(loops, dloops), "case %zu: expert '%s', want the default's loops ('%s')",
@@ -463,7 +465,7 @@ static void conv_expert_rule(ps_context *ctx)
         {1, 256, 1024, 14, 2 << 20, 1, "32x28x64/4 : n* k* oh* ow* c"}, /* one image: half of L2 is not too much */
         {2, 1024, 256, 14, 1 << 20, 1, "64x30x64/16 : n* k* oh* ow* c"}, /* a quarter of L2 holds one block: no tiles */
         {2, 4096, 256, 14, 2 << 20, 1, "64x30x64/64 : n* k* oh* ow* c"}, /* one block (1 MiB) exceeds a quarter */
-        {2, 256, 1024, 7, 2 << 20, 1, "32x49x64/4 : n* k* oh* ow* c"}, /* one column block: the 32-channel rule */
+        {2, 256, 1024, 7, 2 << 20, 1, "32x49x64/4 : k* n* oh* ow* c"}, /* one column block: the 32-channel rule */
     };
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
         ps_desc d;
@@ -472,6 +474,34 @@ static void conv_expert_rule(ps_context *ctx)
         expert_and_default(&d, &(ps_expert_facts){.l2_bytes = tiles[i].l2, .llc_slow = tiles[i].llc_slow}, got, dflt);
         const char *want = tiles[i].loops ? tiles[i].loops : dflt;
         TU_CHECK(!strcmp(got, want), "tile case %zu: expert '%s', want '%s'", i, got, want);
+    }
+    /* Slow last level, filter banks too large for half of L2 over images of
+     * at most 64 output pixels, two images or more: the images inside the
+     * output-channel blocks. Whole schedules (2 MiB of L2, two threads). */
+    static const struct {
+        int64_t N, C, K, HW, R;
+        int llc_slow;
+        const char *want; /* NULL: the default's loops around the same kernel */
+    } inside[] = {
+        {2, 512, 512, 7, 3, 1, "32x7x64/8 : k* n* oh* ow* c"},     /* resnet_17: 9 MiB, 49 pixels */
+        {1, 512, 512, 7, 3, 1, "32x7x64/8 : n* k* oh* ow* c"},     /* one image */
+        {2, 512, 512, 7, 3, 0, NULL},                              /* fast last level */
+        {2, 512, 512, 8, 3, 1, "32x8x64/8 : k* n* oh* ow* c"},     /* 64 pixels */
+        {2, 512, 512, 9, 3, 1, "32x9x64/8 : n* k* oh* ow* c"},     /* 81 pixels */
+        {4, 2048, 512, 7, 1, 1, "32x49x64/32 : k* n* oh* ow* c"},  /* resnet_19, four images */
+        {2, 128, 128, 7, 3, 1, "32x7x64/2 : n* oh* ow* c k"},      /* 576 KiB: half of L2 holds it */
+    };
+    for (size_t i = 0; i < sizeof inside / sizeof inside[0]; i++) {
+        ps_desc d;
+        conv_shape(&d, inside[i].N, inside[i].C, inside[i].K, inside[i].HW, inside[i].R);
+        char got[512], dflt[512];
+        expert_and_default(&d, &(ps_expert_facts){.l2_bytes = 2 << 20, .llc_slow = inside[i].llc_slow}, got, dflt);
+        const char *loops = strchr(got, ':'), *dloops = strchr(dflt, ':');
+        if (inside[i].want)
+            TU_CHECK(!strcmp(got, inside[i].want), "inside case %zu: expert '%s', want '%s'", i, got, inside[i].want);
+        else
+            TU_CHECK(loops && dloops && !strcmp(loops, dloops), "inside case %zu: expert '%s', want the default's loops ('%s')",
+                     i, got, dflt);
     }
     /* Slow last level, 64-row kernels whose width leaves a short last
      * register block (not a multiple of 6 columns): 32-channel blocks for

@@ -548,6 +548,40 @@ static int64_t conv_channel_tile(const ps_conv_shape *c, const ps_kernel_shape *
     return tile >= 2 && tile < ext[PS_DIM_K] ? tile : 0;
 }
 
+/* Images inside the output-channel blocks, `k* n* oh* ow* c`, for filter
+ * banks too large for half of L2 (too_big) over small images, where the last
+ * level is slow: each weight block then serves every image while it is in
+ * cache, where the fixed order `n* k* ...` streams the whole bank from memory
+ * once per image. An image of at most PS_IMAGES_INSIDE_MAX_PIXELS output
+ * pixels uses each weight float for that few flops per image that the
+ * stream paces the kernels. As candidates beside the plan at N = 2 (Xeon VM,
+ * two processes, session 32, docs/performance.md), the plans' own kernels:
+ * all 12 layers of the six sets with 7 x 7 outputs and 2-9 MiB of weights
+ * +0.1-5.9% (resnet_17 and fastrcnn_24, 3x3 512 -> 512, +5-6%; the 1x1s
+ * +0.1-3%); 12 x 12 to 14 x 14 outputs -1.8 to +1.2%, 27 x 27 and 28 x 28
+ * -1 to -3%. */
+#define PS_IMAGES_INSIDE_MAX_PIXELS 64
+static int conv_images_inside(const ps_conv_shape *c, int too_big, int llc_slow)
+{
+    return llc_slow && too_big && c->N >= 2 && c->OH * c->OW <= PS_IMAGES_INSIDE_MAX_PIXELS &&
+           !ps_conv_merges_taps(c);
+}
+
+/* `k* n* oh* ow* c` around kernel ks (conv_images_inside). */
+static ps_status images_inside(const ps_kernel_shape *ks, ps_schedule **out)
+{
+    ps_schedule *s;
+    ps_status st = ps_schedule_create(ks->m, ks->n, ks->k, ks->batch, &s);
+    if (st) return st;
+    ps_schedule_add_loop(s, PS_DIM_K, 1, 1);
+    ps_schedule_add_loop(s, PS_DIM_N, 1, 1);
+    ps_schedule_add_loop(s, PS_DIM_OH, 1, 1);
+    ps_schedule_add_loop(s, PS_DIM_OW, 1, 1);
+    ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
+    *out = s;
+    return PS_SUCCESS;
+}
+
 /* 32-channel blocks where the 64-row kernel's width leaves a short last
  * register block, where the last level is slow. LIBXSMM 1.17 blocks a
  * 64-row kernel's columns by 6 (PS_REG_BLOCK) and a 32-row kernel's by
@@ -832,7 +866,8 @@ static ps_status conv_expert(const ps_desc *desc, int nthreads, const ps_expert_
         }
         if (tile) return input_stationary(&ks, tile, 0, out);
         const int64_t rows = conv_row_tile(&c, &ks, weight_bytes, l2_bytes, llc_slow);
-        return rows ? row_tiles(&ks, rows, out) : default_loops(desc, &ks, out);
+        if (rows) return row_tiles(&ks, rows, out);
+        return conv_images_inside(&c, too_big, llc_slow) ? images_inside(&ks, out) : default_loops(desc, &ks, out);
     }
     const int width = narrow ? 0 : conv_whole_register_width(&c, &ks, llc_slow);
     if (narrow || conv_short_register_block(&c, &ks, c.K, llc_slow)) {
