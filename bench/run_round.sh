@@ -5,7 +5,7 @@
 # per set and batch size, one after the other. Writes SET_N2.csv, SET_N1.csv,
 # gemm.csv and their logs into OUTDIR and prints each geomean.
 #
-# usage: bench/run_round.sh OUTDIR      (after scripts/build.sh; ~2 min on the VM)
+# usage: bench/run_round.sh OUTDIR      (after scripts/build.sh; ~4.5 min on the VM)
 # Environment overrides: POLYSCI (the CLI), LAYERS_DIR, THREADS.
 set -uo pipefail
 

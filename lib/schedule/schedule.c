@@ -557,9 +557,9 @@ static int64_t conv_channel_tile(const ps_conv_shape *c, const ps_kernel_shape *
  * stream paces the kernels. As candidates beside the plan at N = 2 (Xeon VM,
  * two processes, session 32, docs/performance.md), the plans' own kernels:
  * all 12 layers of the six sets with 7 x 7 outputs and 2-9 MiB of weights
- * +0.1-5.9% (resnet_17 and fastrcnn_24, 3x3 512 -> 512, +5-6%; the 1x1s
- * +0.1-3%); 12 x 12 to 14 x 14 outputs -1.8 to +1.2%, 27 x 27 and 28 x 28
- * -1 to -3%. */
+ * +0-5.6% (resnet_17 and fastrcnn_24, 3x3 512 -> 512, +5%; the 1x1s +0-3%);
+ * 12 x 12 to 14 x 14 outputs -1.3 to +1.5%, 24 x 24 to 47 x 38 -1.9 to
+ * +0.2%. */
 #define PS_IMAGES_INSIDE_MAX_PIXELS 64
 static int conv_images_inside(const ps_conv_shape *c, int too_big, int llc_slow)
 {
