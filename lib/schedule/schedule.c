@@ -567,19 +567,29 @@ static int conv_images_inside(const ps_conv_shape *c, int too_big, int llc_slow)
            !ps_conv_merges_taps(c);
 }
 
-/* `k* n* oh* ow* c` around kernel ks (conv_images_inside). */
-static ps_status images_inside(const ps_kernel_shape *ks, ps_schedule **out)
+/* One loop of an expert schedule: dimension, tile (1: untiled), parallel. */
+typedef struct expert_loop {
+    ps_dim dim;
+    int64_t tile;
+    int parallel;
+} expert_loop;
+
+/* The schedule of kernel ks inside loops[0..n) (outermost first). */
+static ps_status loops_around(const ps_kernel_shape *ks, const expert_loop *loops, int n, ps_schedule **out)
 {
     ps_schedule *s;
     ps_status st = ps_schedule_create(ks->m, ks->n, ks->k, ks->batch, &s);
     if (st) return st;
-    ps_schedule_add_loop(s, PS_DIM_K, 1, 1);
-    ps_schedule_add_loop(s, PS_DIM_N, 1, 1);
-    ps_schedule_add_loop(s, PS_DIM_OH, 1, 1);
-    ps_schedule_add_loop(s, PS_DIM_OW, 1, 1);
-    ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
+    for (int i = 0; i < n; i++) ps_schedule_add_loop(s, loops[i].dim, loops[i].tile, loops[i].parallel);
     *out = s;
     return PS_SUCCESS;
+}
+
+/* `k* n* oh* ow* c` around kernel ks (conv_images_inside). */
+static ps_status images_inside(const ps_kernel_shape *ks, ps_schedule **out)
+{
+    const expert_loop loops[] = {{PS_DIM_K, 1, 1}, {PS_DIM_N, 1, 1}, {PS_DIM_OH, 1, 1}, {PS_DIM_OW, 1, 1}, {PS_DIM_C, 1, 0}};
+    return loops_around(ks, loops, 5, out);
 }
 
 /* 32-channel blocks where the 64-row kernel's width leaves a short last
@@ -781,17 +791,9 @@ static int64_t conv_row_tile(const ps_conv_shape *c, const ps_kernel_shape *ks, 
 /* The row-tile loops around kernel ks (conv_row_tile): `n* oh:T* k* ow* oh* c`. */
 static ps_status row_tiles(const ps_kernel_shape *ks, int64_t rows, ps_schedule **out)
 {
-    ps_schedule *s;
-    ps_status st = ps_schedule_create(ks->m, ks->n, ks->k, ks->batch, &s);
-    if (st) return st;
-    ps_schedule_add_loop(s, PS_DIM_N, 1, 1);
-    ps_schedule_add_loop(s, PS_DIM_OH, rows, 1);
-    ps_schedule_add_loop(s, PS_DIM_K, 1, 1);
-    ps_schedule_add_loop(s, PS_DIM_OW, 1, 1);
-    ps_schedule_add_loop(s, PS_DIM_OH, 1, 1);
-    ps_schedule_add_loop(s, PS_DIM_C, 1, 0);
-    *out = s;
-    return PS_SUCCESS;
+    const expert_loop loops[] = {{PS_DIM_N, 1, 1},  {PS_DIM_OH, rows, 1}, {PS_DIM_K, 1, 1},
+                                 {PS_DIM_OW, 1, 1}, {PS_DIM_OH, 1, 1},    {PS_DIM_C, 1, 0}};
+    return loops_around(ks, loops, 6, out);
 }
 
 /* Register block, in columns, of LIBXSMM 1.17's AVX-512 kernels of m rows
