@@ -13,5 +13,7 @@
 #include "polysci/wisdom.h"
 #include "polysci/cost.h"
 #include "polysci/analysis.h"
+#include "polysci/expr.h"
+#include "polysci/graph.h"
 
 #endif

@@ -1,0 +1,412 @@
+/* Building and inspecting stage graphs (include/polysci/graph.h). Every
+ * stage is validated completely before it is appended, so a failed call
+ * leaves the graph as it was. */
+#include "graph/graph_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* Largest extent of one dimension: sizes, coordinates and the products the
+ * planner forms (rows x columns x channels x images) stay far from 2^63. */
+#define PS_GRAPH_DIM_MAX ((int64_t)1 << 30)
+#define PS_GRAPH_ELEMS_MAX ((int64_t)1 << 40)
+
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+ps_status ps_graph_create(ps_graph **graph)
+{
+    if (!graph) return ps_error(PS_ERR_NULL_POINTER, "ps_graph_create: graph is NULL");
+    *graph = calloc(1, sizeof **graph);
+    if (!*graph) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_create: out of memory");
+    return PS_SUCCESS;
+}
+
+static void node_release(ps_node *nd)
+{
+    free(nd->dy);
+    free(nd->dx);
+    free(nd->w);
+    free(nd->mix_w);
+    free(nd->mix_bias);
+    ps_expr_free(nd->expr);
+}
+
+void ps_graph_destroy(ps_graph *graph)
+{
+    if (!graph) return;
+    for (int i = 0; i < graph->n; i++) node_release(&graph->nodes[i]);
+    free(graph->nodes);
+    free(graph);
+}
+
+void ps_stencil_init(ps_stencil *st)
+{
+    if (!st) return;
+    memset(st, 0, sizeof *st);
+    st->struct_size = sizeof *st;
+    st->input = -1;
+    st->boundary = PS_BOUNDARY_CLAMP;
+    st->reduce = PS_REDUCE_SUM;
+    st->stride_h = st->stride_w = 1;
+}
+
+void ps_stencil_extent(const ps_node *s, int *dy_min, int *dy_max, int *dx_min, int *dx_max)
+{
+    *dy_min = *dy_max = s->dy[0];
+    *dx_min = *dx_max = s->dx[0];
+    for (int t = 1; t < s->n_taps; t++) {
+        if (s->dy[t] < *dy_min) *dy_min = s->dy[t];
+        if (s->dy[t] > *dy_max) *dy_max = s->dy[t];
+        if (s->dx[t] < *dx_min) *dx_min = s->dx[t];
+        if (s->dx[t] > *dx_max) *dx_max = s->dx[t];
+    }
+}
+
+/* Checks the common arguments of an add call and prepares the new node
+ * (not yet appended: append() does that once everything is valid). */
+static ps_status begin(ps_graph *g, const char *who, const char *name, ps_tensor *out, ps_node *nd)
+{
+    if (!g) return ps_error(PS_ERR_NULL_POINTER, "%s: graph is NULL", who);
+    if (!out) return ps_error(PS_ERR_NULL_POINTER, "%s: out is NULL", who);
+    *out = -1;
+    if (g->n >= PS_GRAPH_MAX_TENSORS)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: the graph already has %d tensors (the most)", who, PS_GRAPH_MAX_TENSORS);
+    memset(nd, 0, sizeof *nd);
+    nd->output_index = -1;
+    nd->boundary = PS_BOUNDARY_CLAMP;
+    if (name) {
+        size_t len = strlen(name);
+        if (len == 0 || len > PS_GRAPH_NAME_MAX)
+            return ps_error(PS_ERR_INVALID_ARG, "%s: name must have 1..%d bytes (got %zu)", who, PS_GRAPH_NAME_MAX, len);
+        for (size_t i = 0; i < len; i++)
+            if ((unsigned char)name[i] < 0x20 || name[i] == ',' || name[i] == '"')
+                return ps_error(PS_ERR_INVALID_ARG, "%s: name \"%s\" has a control character, comma or quote", who, name);
+        for (int i = 0; i < g->n; i++)
+            if (strcmp(g->nodes[i].name, name) == 0)
+                return ps_error(PS_ERR_INVALID_ARG, "%s: a tensor named \"%s\" exists already (tensor %d)", who, name, i);
+        memcpy(nd->name, name, len + 1);
+    } else {
+        snprintf(nd->name, sizeof nd->name, "t%d", g->n);
+    }
+    return PS_SUCCESS;
+}
+
+static ps_status check_tensor(const ps_graph *g, const char *who, const char *what, ps_tensor t)
+{
+    if (t < 0 || t >= g->n)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: %s %d is not a tensor of this graph (0..%d)", who, what, t, g->n - 1);
+    return PS_SUCCESS;
+}
+
+static ps_status check_size(const char *who, const ps_node *nd)
+{
+    int64_t e = nd->n * nd->c;
+    if (nd->dom.h > PS_GRAPH_DIM_MAX || nd->dom.w > PS_GRAPH_DIM_MAX || nd->n > PS_GRAPH_DIM_MAX ||
+        nd->c > PS_GRAPH_DIM_MAX || e > PS_GRAPH_ELEMS_MAX / nd->dom.h ||
+        e * nd->dom.h > PS_GRAPH_ELEMS_MAX / nd->dom.w)
+        return ps_error(PS_ERR_OVERFLOW, "%s: tensor \"%s\" of %lld x %lld x %lld x %lld is too large (at most 2^40 elements)",
+                        who, nd->name, (long long)nd->n, (long long)nd->dom.h, (long long)nd->dom.w, (long long)nd->c);
+    return PS_SUCCESS;
+}
+
+static ps_status append(ps_graph *g, ps_node *nd, ps_tensor *out)
+{
+    if (g->n == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 16;
+        ps_node *nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
+        if (!nodes) {
+            node_release(nd);
+            return ps_error(PS_ERR_OUT_OF_MEMORY, "graph: out of memory");
+        }
+        g->nodes = nodes;
+        g->cap = cap;
+    }
+    g->nodes[g->n] = *nd;
+    *out = g->n++;
+    return PS_SUCCESS;
+}
+
+ps_status ps_graph_add_input(ps_graph *g, const char *name, int64_t n, int64_t h, int64_t w, int64_t c,
+                             ps_act_layout layout, ps_tensor *out)
+{
+    static const char who[] = "ps_graph_add_input";
+    ps_node nd;
+    ps_status st = begin(g, who, name, out, &nd);
+    if (st) return st;
+    if (n < 1 || h < 1 || w < 1 || c < 1)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": n, h, w, c must be >= 1 (got %lld, %lld, %lld, %lld)", who,
+                        nd.name, (long long)n, (long long)h, (long long)w, (long long)c);
+    if (layout != PS_LAYOUT_NHWC && layout != PS_LAYOUT_NCHW)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": unknown layout %d", who, nd.name, (int)layout);
+    nd.kind = PS_NODE_INPUT;
+    nd.n = n;
+    nd.c = c;
+    nd.dom = (ps_box){0, 0, h, w};
+    nd.layout = layout;
+    if ((st = check_size(who, &nd))) return st;
+    if ((st = append(g, &nd, out))) return st;
+    g->inputs[g->n_inputs++] = *out;
+    return PS_SUCCESS;
+}
+
+/* Rows (or columns) y whose reads stay inside [lo, lo + len) of the input:
+ * stride*y + dmin >= lo and stride*y + dmax <= lo + len - 1. */
+static void valid_range(int64_t lo, int64_t len, int stride, int dmin, int dmax, int64_t *y0, int64_t *n)
+{
+    int64_t a = ceil_div(lo - dmin, stride), b = floor_div(lo + len - 1 - dmax, stride);
+    *y0 = a;
+    *n = b >= a ? b - a + 1 : 0;
+}
+
+ps_status ps_graph_add_stencil(ps_graph *g, const char *name, const ps_stencil *sd, ps_tensor *out)
+{
+    static const char who[] = "ps_graph_add_stencil";
+    ps_node nd;
+    ps_status st = begin(g, who, name, out, &nd);
+    if (st) return st;
+    if (!sd) return ps_error(PS_ERR_NULL_POINTER, "%s: stencil is NULL", who);
+    if (sd->struct_size != sizeof *sd)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: struct_size is %zu, expected %zu (use ps_stencil_init)", who,
+                        sd->struct_size, sizeof *sd);
+    if ((st = check_tensor(g, who, "input", sd->input))) return st;
+    const ps_node *in = &g->nodes[sd->input];
+    if (sd->boundary < PS_BOUNDARY_ZERO || sd->boundary > PS_BOUNDARY_VALID)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": unknown boundary %d", who, nd.name, (int)sd->boundary);
+    if (sd->reduce < PS_REDUCE_SUM || sd->reduce > PS_REDUCE_MIN)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": unknown reduction %d", who, nd.name, (int)sd->reduce);
+    if (sd->stride_h < 1 || sd->stride_w < 1 || sd->stride_h > PS_STENCIL_MAX_STRIDE || sd->stride_w > PS_STENCIL_MAX_STRIDE)
+        return ps_error(PS_ERR_UNSUPPORTED, "%s: \"%s\": strides %d x %d unsupported (1..%d)", who, nd.name, sd->stride_h,
+                        sd->stride_w, PS_STENCIL_MAX_STRIDE);
+    if (sd->n_taps < 1 || sd->n_taps > PS_STENCIL_MAX_TAPS)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": n_taps %d out of range (1..%d)", who, nd.name, sd->n_taps,
+                        PS_STENCIL_MAX_TAPS);
+    if (!sd->dy || !sd->dx) return ps_error(PS_ERR_NULL_POINTER, "%s: \"%s\": dy or dx is NULL", who, nd.name);
+    for (int t = 0; t < sd->n_taps; t++)
+        if (sd->dy[t] < -PS_GRAPH_DIM_MAX / 4 || sd->dy[t] > PS_GRAPH_DIM_MAX / 4 || sd->dx[t] < -PS_GRAPH_DIM_MAX / 4 ||
+            sd->dx[t] > PS_GRAPH_DIM_MAX / 4)
+            return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": tap %d offset (%d, %d) out of range", who, nd.name, t,
+                            sd->dy[t], sd->dx[t]);
+    if (sd->per_channel_weights && !sd->weights)
+        return ps_error(PS_ERR_NULL_POINTER, "%s: \"%s\": per-channel weights need weights", who, nd.name);
+    nd.kind = PS_NODE_STENCIL;
+    nd.n = in->n;
+    nd.c = in->c;
+    nd.n_in = 1;
+    nd.in[0] = sd->input;
+    nd.boundary = sd->boundary;
+    nd.reduce = sd->reduce;
+    nd.sy = sd->stride_h;
+    nd.sx = sd->stride_w;
+    nd.n_taps = sd->n_taps;
+    nd.per_channel = sd->per_channel_weights ? 1 : 0;
+    size_t nw = (size_t)sd->n_taps * (nd.per_channel ? (size_t)in->c : 1);
+    if (nd.per_channel && in->c > PS_STENCIL_MAX_TAPS * 64)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": too many per-channel weights", who, nd.name);
+    nd.dy = malloc((size_t)sd->n_taps * sizeof *nd.dy);
+    nd.dx = malloc((size_t)sd->n_taps * sizeof *nd.dx);
+    nd.w = malloc(nw * sizeof *nd.w);
+    if (!nd.dy || !nd.dx || !nd.w) {
+        node_release(&nd);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    }
+    memcpy(nd.dy, sd->dy, (size_t)sd->n_taps * sizeof *nd.dy);
+    memcpy(nd.dx, sd->dx, (size_t)sd->n_taps * sizeof *nd.dx);
+    for (size_t i = 0; i < nw; i++) nd.w[i] = sd->weights ? sd->weights[i] : 1.0f;
+    int dy0, dy1, dx0, dx1;
+    ps_stencil_extent(&nd, &dy0, &dy1, &dx0, &dx1);
+    if (nd.boundary == PS_BOUNDARY_VALID) {
+        valid_range(in->dom.y0, in->dom.h, nd.sy, dy0, dy1, &nd.dom.y0, &nd.dom.h);
+        valid_range(in->dom.x0, in->dom.w, nd.sx, dx0, dx1, &nd.dom.x0, &nd.dom.w);
+    } else {
+        valid_range(in->dom.y0, in->dom.h, nd.sy, 0, 0, &nd.dom.y0, &nd.dom.h);
+        valid_range(in->dom.x0, in->dom.w, nd.sx, 0, 0, &nd.dom.x0, &nd.dom.w);
+    }
+    if (nd.dom.h < 1 || nd.dom.w < 1) {
+        node_release(&nd);
+        return ps_error(PS_ERR_INVALID_ARG,
+                        "%s: \"%s\": no valid pixel: taps span %d x %d over an input of %lld x %lld (strides %d x %d)", who,
+                        nd.name, dy1 - dy0 + 1, dx1 - dx0 + 1, (long long)in->dom.h, (long long)in->dom.w, nd.sy, nd.sx);
+    }
+    return append(g, &nd, out);
+}
+
+ps_status ps_graph_add_pointwise(ps_graph *g, const char *name, const ps_expr *expr, int n_inputs,
+                                 const ps_tensor *inputs, ps_tensor *out)
+{
+    static const char who[] = "ps_graph_add_pointwise";
+    ps_node nd;
+    ps_status st = begin(g, who, name, out, &nd);
+    if (st) return st;
+    if (!expr) return ps_error(PS_ERR_NULL_POINTER, "%s: \"%s\": expr is NULL (an operand was NULL or out of memory)", who, nd.name);
+    if (n_inputs < 1 || n_inputs > PS_POINTWISE_MAX_INPUTS)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": n_inputs %d out of range (1..%d)", who, nd.name, n_inputs,
+                        PS_POINTWISE_MAX_INPUTS);
+    if (!inputs) return ps_error(PS_ERR_NULL_POINTER, "%s: \"%s\": inputs is NULL", who, nd.name);
+    int used = ps_expr_max_input(expr);
+    if (used >= n_inputs)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": the expression reads input %d of %d", who, nd.name, used, n_inputs);
+    int64_t y1 = INT64_MAX, x1 = INT64_MAX;
+    nd.dom.y0 = nd.dom.x0 = INT64_MIN;
+    nd.c = 1;
+    for (int i = 0; i < n_inputs; i++) {
+        if ((st = check_tensor(g, who, "input", inputs[i]))) return st;
+        const ps_node *in = &g->nodes[inputs[i]];
+        if (i == 0) nd.n = in->n;
+        if (in->n != nd.n)
+            return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": input %d (\"%s\") has %lld images, input 0 %lld", who, nd.name,
+                            i, in->name, (long long)in->n, (long long)nd.n);
+        if (in->c != 1 && nd.c != 1 && in->c != nd.c)
+            return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": input %d (\"%s\") has %lld channels, another input %lld (each must have the same or 1)",
+                            who, nd.name, i, in->name, (long long)in->c, (long long)nd.c);
+        if (in->c > nd.c) nd.c = in->c;
+        if (in->dom.y0 > nd.dom.y0) nd.dom.y0 = in->dom.y0;
+        if (in->dom.x0 > nd.dom.x0) nd.dom.x0 = in->dom.x0;
+        if (in->dom.y0 + in->dom.h < y1) y1 = in->dom.y0 + in->dom.h;
+        if (in->dom.x0 + in->dom.w < x1) x1 = in->dom.x0 + in->dom.w;
+        nd.in[i] = inputs[i];
+    }
+    nd.dom.h = y1 - nd.dom.y0;
+    nd.dom.w = x1 - nd.dom.x0;
+    if (nd.dom.h < 1 || nd.dom.w < 1)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": the inputs' domains do not intersect", who, nd.name);
+    nd.kind = PS_NODE_POINTWISE;
+    nd.n_in = n_inputs;
+    nd.expr = ps_expr_copy(expr);
+    if (!nd.expr) return ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    return append(g, &nd, out);
+}
+
+ps_status ps_graph_add_channel_mix(ps_graph *g, const char *name, ps_tensor input, int64_t k, const float *weights,
+                                   const float *bias, ps_tensor *out)
+{
+    static const char who[] = "ps_graph_add_channel_mix";
+    ps_node nd;
+    ps_status st = begin(g, who, name, out, &nd);
+    if (st) return st;
+    if ((st = check_tensor(g, who, "input", input))) return st;
+    if (!weights) return ps_error(PS_ERR_NULL_POINTER, "%s: \"%s\": weights is NULL", who, nd.name);
+    const ps_node *in = &g->nodes[input];
+    if (k < 1 || k > 65536)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": k %lld out of range (1..65536)", who, nd.name, (long long)k);
+    if (in->c > 65536)
+        return ps_error(PS_ERR_UNSUPPORTED, "%s: \"%s\": input has %lld channels (at most 65536)", who, nd.name, (long long)in->c);
+    nd.kind = PS_NODE_MIX;
+    nd.n = in->n;
+    nd.c = k;
+    nd.dom = in->dom;
+    nd.n_in = 1;
+    nd.in[0] = input;
+    if ((st = check_size(who, &nd))) return st;
+    size_t nw = (size_t)k * (size_t)in->c;
+    nd.mix_w = malloc(nw * sizeof *nd.mix_w);
+    nd.mix_bias = bias ? malloc((size_t)k * sizeof *nd.mix_bias) : NULL;
+    if (!nd.mix_w || (bias && !nd.mix_bias)) {
+        node_release(&nd);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    }
+    memcpy(nd.mix_w, weights, nw * sizeof *nd.mix_w);
+    if (bias) memcpy(nd.mix_bias, bias, (size_t)k * sizeof *nd.mix_bias);
+    return append(g, &nd, out);
+}
+
+ps_status ps_graph_add_resample(ps_graph *g, const char *name, ps_tensor input, ps_resample kind, ps_boundary boundary,
+                                ps_tensor *out)
+{
+    static const char who[] = "ps_graph_add_resample";
+    ps_node nd;
+    ps_status st = begin(g, who, name, out, &nd);
+    if (st) return st;
+    if ((st = check_tensor(g, who, "input", input))) return st;
+    const ps_node *in = &g->nodes[input];
+    if (kind < PS_RESAMPLE_UP2_NEAREST || kind > PS_RESAMPLE_DOWN2_AVERAGE)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": unknown resampling %d", who, nd.name, (int)kind);
+    if (boundary != PS_BOUNDARY_ZERO && boundary != PS_BOUNDARY_CLAMP)
+        return ps_error(PS_ERR_UNSUPPORTED, "%s: \"%s\": boundary must be ZERO or CLAMP (got %d)", who, nd.name, (int)boundary);
+    nd.kind = PS_NODE_RESAMPLE;
+    nd.resample = kind;
+    nd.boundary = boundary;
+    nd.n = in->n;
+    nd.c = in->c;
+    nd.n_in = 1;
+    nd.in[0] = input;
+    if (kind == PS_RESAMPLE_DOWN2_AVERAGE) {
+        valid_range(in->dom.y0, in->dom.h, 2, 0, 0, &nd.dom.y0, &nd.dom.h);
+        valid_range(in->dom.x0, in->dom.w, 2, 0, 0, &nd.dom.x0, &nd.dom.w);
+    } else {
+        nd.dom = (ps_box){2 * in->dom.y0, 2 * in->dom.x0, 2 * in->dom.h, 2 * in->dom.w};
+    }
+    if ((st = check_size(who, &nd))) return st;
+    return append(g, &nd, out);
+}
+
+ps_status ps_graph_mark_output(ps_graph *g, ps_tensor t, ps_act_layout layout)
+{
+    static const char who[] = "ps_graph_mark_output";
+    if (!g) return ps_error(PS_ERR_NULL_POINTER, "%s: graph is NULL", who);
+    ps_status st = check_tensor(g, who, "tensor", t);
+    if (st) return st;
+    ps_node *nd = &g->nodes[t];
+    if (nd->kind == PS_NODE_INPUT)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\" is a graph input; an input cannot be an output", who, nd->name);
+    if (nd->output_index >= 0)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\" is output %d already", who, nd->name, nd->output_index);
+    if (layout != PS_LAYOUT_NHWC && layout != PS_LAYOUT_NCHW)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": unknown layout %d", who, nd->name, (int)layout);
+    nd->layout = layout;
+    nd->output_index = g->n_outputs;
+    nd->out_region = nd->dom;
+    g->outputs[g->n_outputs++] = t;
+    return PS_SUCCESS;
+}
+
+ps_status ps_graph_set_output_region(ps_graph *g, ps_tensor t, int64_t y0, int64_t x0, int64_t h, int64_t w)
+{
+    static const char who[] = "ps_graph_set_output_region";
+    if (!g) return ps_error(PS_ERR_NULL_POINTER, "%s: graph is NULL", who);
+    ps_status st = check_tensor(g, who, "tensor", t);
+    if (st) return st;
+    ps_node *nd = &g->nodes[t];
+    if (nd->output_index < 0)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\" is not an output (ps_graph_mark_output first)", who, nd->name);
+    const ps_box *d = &nd->dom;
+    if (h < 1 || w < 1 || y0 < d->y0 || x0 < d->x0 || y0 > d->y0 + d->h - h || x0 > d->x0 + d->w - w)
+        return ps_error(PS_ERR_INVALID_ARG,
+                        "%s: \"%s\": region [%lld, %lld) x [%lld, %lld) is not inside the domain [%lld, %lld) x [%lld, %lld)",
+                        who, nd->name, (long long)y0, (long long)(y0 + h), (long long)x0, (long long)(x0 + w),
+                        (long long)d->y0, (long long)(d->y0 + d->h), (long long)d->x0, (long long)(d->x0 + d->w));
+    nd->out_region = (ps_box){y0, x0, h, w};
+    return PS_SUCCESS;
+}
+
+int ps_graph_num_tensors(const ps_graph *g) { return g ? g->n : 0; }
+int ps_graph_num_inputs(const ps_graph *g) { return g ? g->n_inputs : 0; }
+int ps_graph_num_outputs(const ps_graph *g) { return g ? g->n_outputs : 0; }
+ps_tensor ps_graph_input(const ps_graph *g, int i) { return g && i >= 0 && i < g->n_inputs ? g->inputs[i] : -1; }
+ps_tensor ps_graph_output(const ps_graph *g, int i) { return g && i >= 0 && i < g->n_outputs ? g->outputs[i] : -1; }
+
+ps_status ps_graph_tensor_info(const ps_graph *g, ps_tensor t, ps_tensor_info *info)
+{
+    static const char who[] = "ps_graph_tensor_info";
+    if (!g || !info) return ps_error(PS_ERR_NULL_POINTER, "%s: graph or info is NULL", who);
+    if (info->struct_size != sizeof *info)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: info.struct_size is %zu, expected %zu", who, info->struct_size, sizeof *info);
+    ps_status st = check_tensor(g, who, "tensor", t);
+    if (st) return st;
+    const ps_node *nd = &g->nodes[t];
+    const ps_box *b = nd->output_index >= 0 ? &nd->out_region : &nd->dom;
+    info->name = nd->name;
+    info->n = nd->n;
+    info->h = b->h;
+    info->w = b->w;
+    info->c = nd->c;
+    info->y0 = b->y0;
+    info->x0 = b->x0;
+    info->is_input = nd->kind == PS_NODE_INPUT;
+    info->output_index = nd->output_index;
+    info->layout = nd->layout;
+    return PS_SUCCESS;
+}

@@ -1,0 +1,82 @@
+/* Internal: the stage graph as the user built it (include/polysci/graph.h),
+ * validated stage by stage when it is added. Planning copies it into its own
+ * stage list (lib/fusion), so a graph can change or die after planning. */
+#ifndef PS_GRAPH_IMPL_H
+#define PS_GRAPH_IMPL_H
+
+#include <stdint.h>
+
+#include "polysci/graph.h"
+
+#define PS_POINTWISE_MAX_INPUTS 16
+
+struct ps_expr {
+    ps_expr_op op;
+    float value;         /* PS_EXPR_CONST */
+    int index;           /* PS_EXPR_INPUT */
+    struct ps_expr *arg[3];
+};
+
+/* Operands an operator takes (0 for leaves), -1 for an unknown op. */
+int ps_expr_arity(ps_expr_op op);
+/* Largest input index the tree uses, -1 if none. */
+int ps_expr_max_input(const ps_expr *e);
+/* Nodes in the tree. */
+int ps_expr_size(const ps_expr *e);
+/* __give. A copy of e in which input i becomes a copy of replace[i] when
+ * replace && replace[i], else input input_map[i] (input i when !input_map). */
+ps_expr *ps_expr_substitute(const ps_expr *e, const int *input_map, ps_expr *const *replace);
+
+/* A rectangle of pixel coordinates: rows [y0, y0 + h), columns [x0, x0 + w). */
+typedef struct ps_box {
+    int64_t y0, x0, h, w;
+} ps_box;
+
+typedef enum ps_node_kind {
+    PS_NODE_INPUT = 0,
+    PS_NODE_STENCIL,
+    PS_NODE_POINTWISE,
+    PS_NODE_MIX,
+    PS_NODE_RESAMPLE
+} ps_node_kind;
+
+typedef struct ps_node {
+    ps_node_kind kind;
+    char name[PS_GRAPH_NAME_MAX + 1];
+    int64_t n, c;          /* images, channels */
+    ps_box dom;            /* where the tensor is defined */
+    int n_in;
+    int in[PS_POINTWISE_MAX_INPUTS]; /* producers */
+    ps_boundary boundary;  /* stencil, resample: reads outside in[0]'s domain */
+    /* stencil */
+    ps_reduce reduce;
+    int sy, sx;
+    int n_taps;
+    int *dy, *dx;
+    float *w;              /* n_taps, or n_taps * c with per_channel */
+    int per_channel;
+    /* pointwise */
+    ps_expr *expr;
+    /* channel mix: c outputs from in[0]'s channels */
+    float *mix_w;          /* c * in_c */
+    float *mix_bias;       /* c, or NULL */
+    /* resample */
+    ps_resample resample;
+    /* user memory: inputs and outputs */
+    ps_act_layout layout;
+    int output_index;      /* -1: not an output */
+    ps_box out_region;     /* stored part of an output (its domain unless set) */
+} ps_node;
+
+struct ps_graph {
+    int n, cap;
+    ps_node *nodes;
+    int n_inputs, n_outputs;
+    int inputs[PS_GRAPH_MAX_TENSORS];
+    int outputs[PS_GRAPH_MAX_TENSORS];
+};
+
+/* The box hull of the taps' offsets. */
+void ps_stencil_extent(const ps_node *s, int *dy_min, int *dy_max, int *dx_min, int *dx_max);
+
+#endif
