@@ -42,18 +42,19 @@ static const float *fetch(const view *v, int64_t c, int64_t y, int64_t x0, int64
         y = clamp64(y, d->y0, d->y0 + d->h - 1);
     }
     const float *row = v->base + c * v->cs + (y - v->y0) * v->rs;
-    if (x0 >= d->x0 && x0 + n <= d->x0 + d->w && v->ps == 1) return row + (x0 - v->x0);
-    for (int64_t i = 0; i < n; i++) {
-        int64_t x = x0 + i;
-        if (x < d->x0 || x >= d->x0 + d->w) {
-            if (bd == PS_BOUNDARY_ZERO) {
-                stage[i] = 0.0f;
-                continue;
-            }
-            x = clamp64(x, d->x0, d->x0 + d->w - 1);
-        }
-        stage[i] = row[(x - v->x0) * v->ps];
-    }
+    int64_t lo = d->x0, hi = d->x0 + d->w;
+    if (x0 >= lo && x0 + n <= hi && v->ps == 1) return row + (x0 - v->x0);
+    /* Columns before the domain, inside it (one copy), after it. */
+    int64_t a = x0 < lo ? (lo - x0 < n ? lo - x0 : n) : 0;
+    int64_t b = x0 + n > hi ? (x0 + n - hi < n - a ? x0 + n - hi : n - a) : 0;
+    float left = bd == PS_BOUNDARY_ZERO ? 0.0f : row[(lo - v->x0) * v->ps];
+    float right = bd == PS_BOUNDARY_ZERO ? 0.0f : row[(hi - 1 - v->x0) * v->ps];
+    for (int64_t i = 0; i < a; i++) stage[i] = left;
+    const float *src = row + (x0 + a - v->x0) * v->ps;
+    if (v->ps == 1) memcpy(stage + a, src, (size_t)(n - a - b) * sizeof *stage);
+    else
+        for (int64_t i = a; i < n - b; i++) stage[i] = src[(i - a) * v->ps];
+    for (int64_t i = n - b; i < n; i++) stage[i] = right;
     return stage;
 }
 

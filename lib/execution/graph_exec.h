@@ -42,7 +42,6 @@ typedef struct ps_gx_group {
     ps_box *bbox;          /* n_btiles x n regions of boundary tiles */
     size_t scratch_floats; /* per thread */
     ps_group_eval ev;
-    char *tree;            /* isl schedule tree (YAML), for describe */
     double computed_pts, needed_pts;
 } ps_gx_group;
 

@@ -12,19 +12,20 @@
 void ps_cost_model_init(ps_cost_model *cm, const ps_machine *m, int threads)
 {
     memset(cm, 0, sizeof *cm);
-    /* Seed 002, Table 2 (Xeon): w1 on bytes moved per point computed, w2 on
-     * the tiles left for a last, partial round over the cores, w3 on the
-     * redundant bytes per tile footprint, w4 on the spread of extents. */
-    cm->w[0] = 1.0;
-    cm->w[1] = 100.0;
-    cm->w[2] = 46875.0;
-    cm->w[3] = 1.5;
+    cm->cores = threads > 0 ? threads : 1;
+    double bw = m->mem_bandwidth_gbs > 0 ? m->mem_bandwidth_gbs : 10.0;
+    double peak = m->peak_gflops_core > 0 ? m->peak_gflops_core : 50.0;
+    cm->bandwidth = bw * 1e9 * cm->cores;
+    /* A row kernel loads one operand per fused multiply-add (a tap, or an
+     * expression operand from L1): two loads per cycle feed one FMA pipe's
+     * worth of work, about half the FMA peak. */
+    cm->flops = 0.5 * peak * 1e9 * cm->cores;
+    cm->w4 = 0.1;
     cm->innermost = 256;
     cm->cache[0] = ps_machine_cache_bytes(m, 1);
     cm->cache[1] = ps_machine_cache_bytes(m, 2);
     if (!cm->cache[0]) cm->cache[0] = 32 << 10;
     if (!cm->cache[1]) cm->cache[1] = 1 << 20;
-    cm->cores = threads > 0 ? threads : 1;
 }
 
 static double rat_d(const ps_rat *r) { return (double)r->num / (double)r->den; }
@@ -87,19 +88,21 @@ static int cost_for_tile(ps_fusion_state *fs, const ps_group_geom *g, double foo
     const ps_cost_model *cm = &fs->cm;
     ps_region_form *forms = malloc((size_t)(g->n + g->n_livein) * sizeof *forms);
     if (!forms) return -1;
-    int rc = ps_group_regions(fs->isl, p, g, ty, tx, forms);
+    int rc = ps_group_regions(fs->regions, p, g, ty, tx, forms);
     if (rc <= 0) {
         free(forms);
         return rc;
     }
-    double comp = 0, over = 0, share_pts = 0, livein = 0, liveout = 0;
+    double comp = 0, over = 0, share_pts = 0, livein = 0, liveout = 0, flops = 0;
     for (int k = 0; k < g->n; k++) {
-        double c = (double)p->st[g->m[k]].c;
+        const ps_pstage *S = &p->st[g->m[k]];
+        double c = (double)S->c;
         double area = (double)forms[k].h * (double)forms[k].w;
         double share = (double)ps_group_member_tile(&g->sy[k], ty) * (double)ps_group_member_tile(&g->sx[k], tx);
         comp += area * c;
         over += (area - share) * c;
         share_pts += share * c;
+        flops += area * c * ps_stage_flops(S);
         if (g->live_out[k]) liveout += share * c * 4.0;
     }
     for (int i = 0; i < g->n_livein; i++)
@@ -114,11 +117,20 @@ static int cost_for_tile(ps_fusion_state *fs, const ps_group_geom *g, double foo
         hy[nd] = (double)b->h / rat_d(&g->sy[k]);
         wx[nd] = (double)b->w / rat_d(&g->sx[k]);
     }
-    ev->terms[0] = (livein + liveout) / (comp > 0 ? comp : 1);
+    if (comp <= 0) comp = 1;
+    ev->terms[0] = (livein + liveout) / comp;
     ev->terms[1] = (double)((n_tiles + cm->cores - 1) % cm->cores);
-    ev->terms[2] = over * 4.0 / footprint;
+    ev->terms[2] = share_pts > 0 ? over / share_pts : 0;
     ev->terms[3] = spread(hy, nd) + spread(wx, nd);
-    ev->cost = cm->w[0] * ev->terms[0] - cm->w[1] * ev->terms[1] + cm->w[2] * ev->terms[2] + cm->w[3] * ev->terms[3];
+    /* The terms as time (fusion.h): memory traffic of the live-ins and
+     * live-outs, arithmetic of every point computed (the overlap included),
+     * stretched by the cores a last partial round of tiles leaves idle. */
+    double rounds = ceil((double)n_tiles / cm->cores);
+    double balance = (double)n_tiles / (rounds * cm->cores);
+    double t_mem = ev->terms[0] * comp * (double)n_tiles / cm->bandwidth;
+    double t_comp = flops * (double)n_tiles / cm->flops;
+    ev->cost = (t_mem + t_comp) * (1.0 + cm->w4 * ev->terms[3]) / balance;
+    (void)footprint;
     ev->ty = ty;
     ev->tx = tx;
     ev->tiles = tiles;

@@ -40,7 +40,6 @@ void ps_graph_plan_destroy(ps_graph_plan *pl)
         free(pl->groups[g].mem);
         free(pl->groups[g].btile);
         free(pl->groups[g].bbox);
-        free(pl->groups[g].tree);
     }
     free(pl->groups);
     if (pl->xs)
@@ -127,7 +126,7 @@ static int box_eq(const ps_box *a, const ps_box *b)
 
 /* Builds group gi from its members: regions, tile grid, boundary table,
  * scratch layout. */
-static ps_status build_group(ps_graph_plan *pl, isl_ctx *ictx, ps_fusion_state *fs, const int *group_of, int gi)
+static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *group_of, int gi)
 {
     const ps_pipeline *p = &pl->pipe;
     ps_gx_group *G = &pl->groups[gi];
@@ -150,7 +149,7 @@ static ps_status build_group(ps_graph_plan *pl, isl_ctx *ictx, ps_fusion_state *
         if (!forms || !G->mem) st = ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
     }
     if (!st) {
-        int rc = ps_group_regions(ictx, p, &geom, G->ev.ty, G->ev.tx, forms);
+        int rc = ps_group_regions(fs->regions, p, &geom, G->ev.ty, G->ev.tx, forms);
         if (rc < 0) st = PS_ERR_BACKEND;
         else if (rc == 0)
             st = ps_error(PS_ERR_BACKEND, "ps_graph_plan_create: isl found no fixed-size regions for a group it accepted");
@@ -235,9 +234,6 @@ static ps_status build_group(ps_graph_plan *pl, isl_ctx *ictx, ps_fusion_state *
         G->mem[k].scr_h = maxh[k];
         G->mem[k].scr_rs = (int64_t)round16((size_t)G->mem[k].max_w);
     }
-    /* The tree is kept as text for describe; a failure to print it costs
-     * only the description. */
-    if (!st) G->tree = ps_group_schedule_tree(ictx, p, &geom, forms, ti0, ti1 + 1, tj0, tj1 + 1);
     free(forms);
     free(box);
     free(maxh);
@@ -374,7 +370,7 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
         pl->groups = calloc((size_t)pl->n_groups, sizeof *pl->groups);
         if (!pl->groups) st = ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
     }
-    for (int gi = 0; gi < pl->n_groups && !st; gi++) st = build_group(pl, ictx, fs, group_of, gi);
+    for (int gi = 0; gi < pl->n_groups && !st; gi++) st = build_group(pl, fs, group_of, gi);
     if (!st) st = layout(pl);
     if (fs) pl->cost_evaluations = fs->evaluations;
     ps_fusion_state_destroy(fs);
@@ -483,6 +479,49 @@ static const char *fusion_name(ps_fusion f)
     return f == PS_FUSION_GREEDY ? "greedy" : f == PS_FUSION_NONE ? "none" : f == PS_FUSION_FIXED ? "fixed" : "dp";
 }
 
+/* The group's tiled schedule tree, indented, or NULL. */
+static char *group_tree(const ps_graph_plan *pl, const ps_gx_group *G)
+{
+    isl_ctx *ictx = isl_ctx_alloc();
+    if (!ictx) return NULL;
+    isl_options_set_on_error(ictx, ISL_ON_ERROR_CONTINUE);
+    int *m = malloc((size_t)G->n * sizeof *m);
+    ps_region_form *forms = malloc((size_t)G->n * sizeof *forms);
+    char *text = NULL, *res = NULL;
+    if (m && forms) {
+        for (int k = 0; k < G->n; k++) {
+            m[k] = G->mem[k].stage;
+            forms[k] = G->mem[k].form;
+        }
+        ps_group_geom geom = {.n = G->n, .m = m};
+        text = ps_group_schedule_tree(ictx, &pl->pipe, &geom, forms, G->ti0, G->ti0 + G->gy, G->tj0, G->tj0 + G->gx);
+    }
+    if (text) {
+        size_t lines = 1, n = strlen(text);
+        for (size_t i = 0; i < n; i++) lines += text[i] == '\n';
+        res = malloc(n + 4 * lines + 2);
+        if (res) {
+            size_t o = 0;
+            int bol = 1;
+            for (size_t i = 0; i < n; i++) {
+                if (bol) {
+                    memcpy(res + o, "    ", 4);
+                    o += 4;
+                }
+                res[o++] = text[i];
+                bol = text[i] == '\n';
+            }
+            if (!bol) res[o++] = '\n';
+            res[o] = '\0';
+        }
+    }
+    free(text);
+    free(m);
+    free(forms);
+    isl_ctx_free(ictx);
+    return res;
+}
+
 ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len, size_t *needed)
 {
     if (!pl) return ps_error(PS_ERR_NULL_POINTER, "ps_graph_plan_describe: plan is NULL");
@@ -509,13 +548,11 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
         out(buf, len, &off,
             "group %d: %d stage%s, tile %lld x %lld (%s), %lld x %lld tiles x %lld images (%d boundary), "
             "redundant %.1f%%, scratch %zu bytes/thread\n"
-            "  cost %.4g = %.3g x %.4g (in+out bytes/point) - %.3g x %.0f (partial round) + %.4g x %.4g (overlap/footprint) "
-            "+ %.3g x %.4g (extent spread)\n",
+            "  cost %.4g ms: %.3g in+out bytes/point, %.0f tiles in a partial round, overlap %.1f%%, extent spread %.3g\n",
             gi, G->n, G->n == 1 ? "" : "s", (long long)G->ty, (long long)G->tx,
             ev->level == 0 ? "forced" : ev->level == 1 ? "L1 footprint" : "L2 footprint", (long long)G->gy, (long long)G->gx,
             (long long)G->images, G->n_btiles, G->needed_pts > 0 ? 100.0 * (G->computed_pts / G->needed_pts - 1.0) : 0.0,
-            G->scratch_floats * sizeof(float), ev->cost, 1.0, ev->terms[0], 100.0, ev->terms[1], 46875.0, ev->terms[2], 1.5,
-            ev->terms[3]);
+            G->scratch_floats * sizeof(float), ev->cost * 1e3, ev->terms[0], ev->terms[1], 100.0 * ev->terms[2], ev->terms[3]);
         for (int k = 0; k < G->n; k++) {
             const ps_gx_member *M = &G->mem[k];
             const ps_pstage *S = &p->st[M->stage];
@@ -524,7 +561,11 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
                 (long long)M->own_w, M->live_out ? ", live-out" : "", M->direct ? " (written in place)" : "",
                 S->output_index >= 0 ? ", graph output" : "", S->n_inlined ? ", inlines " : "", S->n_inlined ? S->inlined : "");
         }
-        if (G->tree) out(buf, len, &off, "  schedule tree:\n    %s\n", G->tree);
+        /* The schedule tree is built here, not at planning: only a
+         * description needs it, and isl takes milliseconds to print it. */
+        char *tree = group_tree(pl, G);
+        if (tree) out(buf, len, &off, "  schedule tree:\n%s", tree);
+        free(tree);
     }
     if (needed) *needed = off;
     if (len > 0) buf[off < len ? off : len - 1] = '\0';
