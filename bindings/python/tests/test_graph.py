@@ -553,7 +553,7 @@ def test_execute_checks_every_array():
     outs = plan.new_outputs()
     assert [o.shape for o in outs] == plan.output_shapes == [(2, 27, 33, 3), (2, 3, 27, 33), (2, 14, 17, 3)]
     _raises(ps.ArgumentError, INV, "a list of 3 arrays", plan, x, out=outs[0])
-    _raises(ps.ArgumentError, INV, "out[1] ('t6', NCHW) must have shape (2, 3, 27, 33)", plan, x,
+    _raises(ps.ArgumentError, INV, "out[1] ('t7', NCHW) must have shape (2, 3, 27, 33)", plan, x,
             out=[outs[0], outs[0], outs[2]])
     ro = [o.copy() for o in outs]
     ro[2].flags.writeable = False
@@ -561,7 +561,8 @@ def test_execute_checks_every_array():
     _raises(ps.ArgumentError, INV, "out[0] overlaps input 0", plan, x, out=[x, outs[1], outs[2]])
     big = np.empty(2 * outs[0].size, np.float32)
     _raises(ps.ArgumentError, INV, "out[2] overlaps out[0]", plan, x,
-            out=[big[:outs[0].size].reshape(outs[0].shape), outs[1], big[-outs[2].size:].reshape(outs[2].shape)])
+            out=[big[:outs[0].size].reshape(outs[0].shape), outs[1],
+                 big[outs[0].size - 1:outs[0].size - 1 + outs[2].size].reshape(outs[2].shape)])
 
 
 @engine
