@@ -631,7 +631,24 @@ inlining), n_groups, plan_ms (time ps_graph_plan_create took),
 redundant_fraction (points computed / points needed - 1), scratch_bytes (per
 thread), workspace_bytes, cost (sum of the groups' model costs)."""
 
-_Port = collections.namedtuple("_Port", "name array_shape label")
+class _Port(collections.namedtuple("_Port", "name nhwc layout label")):
+    """A graph input or output as execute sees it: its (N, H, W, C) and layout."""
+
+    @property
+    def array_shape(self):
+        return _user_shape(*self.nhwc, self.layout)
+
+    def check(self, a, writeable=False):
+        """The array's address (_check_array); data in the other layout fails
+        with the conversion in the message."""
+        other = ActLayout.NCHW if self.layout == ActLayout.NHWC else ActLayout.NHWC
+        if isinstance(a, np.ndarray) and a.shape != self.array_shape and a.shape == _user_shape(*self.nhwc, other):
+            fix = "allocate it in %s (GraphPlan.new_outputs)" % self.layout.name if writeable else \
+                "convert with np.ascontiguousarray(a.transpose(%s))" % (
+                    "0, 2, 3, 1" if other == ActLayout.NCHW else "0, 3, 1, 2")
+            raise _arg_error("%s must have shape %s (got %s, the %s shape); %s" % (
+                self.label, self.array_shape, a.shape, other.name, fix))
+        return _check_array(self.label, a, self.array_shape, writeable=writeable)
 
 
 def _destroy_graph_plan(ptr, ctx_owner):
@@ -708,7 +725,7 @@ class GraphPlan:
     @staticmethod
     def _port(graph, t, label):
         i = t.info
-        return _Port(i.name, _user_shape(*i.shape, i.layout), "%s (%r, %s)" % (label, i.name, i.layout.name))
+        return _Port(i.name, i.shape, i.layout, "%s (%r, %s)" % (label, i.name, i.layout.name))
 
     @staticmethod
     def _groups(graph, group_of):
@@ -809,7 +826,7 @@ class GraphPlan:
                 len(self.inputs), "" if len(self.inputs) == 1 else "s",
                 ", ".join(repr(p.name) for p in self.inputs), len(inputs)))
         in_ptrs = (ctypes.c_void_p * max(len(inputs), 1))(
-            *(_check_array(p.label, a, p.array_shape) for p, a in zip(self.inputs, inputs)))
+            *(p.check(a) for p, a in zip(self.inputs, inputs)))
         single = len(self.outputs) == 1
         if out is None:
             outs = self.new_outputs()
@@ -820,7 +837,7 @@ class GraphPlan:
                 raise _arg_error("out must be %s" % (
                     "an array (or a list of one)" if single else "a list of %d arrays" % len(self.outputs)))
         out_ptrs = (ctypes.c_void_p * max(len(outs), 1))(
-            *(_check_array(p.label, a, p.array_shape, writeable=True) for p, a in zip(self.outputs, outs)))
+            *(p.check(a, writeable=True) for p, a in zip(self.outputs, outs)))
         if out is not None:
             named_in = {"input %d" % i: a for i, a in enumerate(inputs)}
             for i, a in enumerate(outs):

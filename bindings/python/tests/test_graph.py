@@ -543,8 +543,10 @@ def test_execute_checks_every_array():
     (x,) = p.inputs(np.random.default_rng(2))
     INV = ps.Status.ERR_INVALID_ARG
     _raises(ps.ArgumentError, INV, "dtype float32 (got float64)", plan, x.astype(np.float64))
-    _raises(ps.ArgumentError, INV, "must have shape (2, 27, 33, 3) (got (2, 3, 27, 33))", plan,
+    _raises(ps.ArgumentError, INV, "input 0 ('x', NHWC) must have shape (2, 27, 33, 3) (got (2, 3, 27, 33), the NCHW "
+            "shape); convert with np.ascontiguousarray(a.transpose(0, 2, 3, 1))", plan,
             np.ascontiguousarray(x.transpose(0, 3, 1, 2)))  # NCHW data for an NHWC input
+    _raises(ps.ArgumentError, INV, "must have shape (2, 27, 33, 3) (got (2, 27, 33, 2))", plan, x[..., :2].copy())
     _raises(ps.ArgumentError, INV, "C-contiguous", plan, np.asfortranarray(x))
     _raises(ps.ArgumentError, INV, "numpy.ndarray", plan, x.tolist())
     _raises(ps.ArgumentError, INV, "the graph has 1 input ('x'); got 2 arrays", plan, x, x)
@@ -553,8 +555,8 @@ def test_execute_checks_every_array():
     outs = plan.new_outputs()
     assert [o.shape for o in outs] == plan.output_shapes == [(2, 27, 33, 3), (2, 3, 27, 33), (2, 14, 17, 3)]
     _raises(ps.ArgumentError, INV, "a list of 3 arrays", plan, x, out=outs[0])
-    _raises(ps.ArgumentError, INV, "out[1] ('t7', NCHW) must have shape (2, 3, 27, 33)", plan, x,
-            out=[outs[0], outs[0], outs[2]])
+    _raises(ps.ArgumentError, INV, "out[1] ('t7', NCHW) must have shape (2, 3, 27, 33) (got (2, 27, 33, 3), the NHWC "
+            "shape); allocate it in NCHW (GraphPlan.new_outputs)", plan, x, out=[outs[0], outs[0], outs[2]])
     ro = [o.copy() for o in outs]
     ro[2].flags.writeable = False
     _raises(ps.ArgumentError, INV, "read-only", plan, x, out=ro)
