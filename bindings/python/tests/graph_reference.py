@@ -132,12 +132,14 @@ class Pipeline:
     def __init__(self):
         self.graph = ps.Graph()
         self.steps = []      # per tensor: f(values) -> Ref
+        self.producers = []  # per tensor: the indices of the tensors it reads
         self.outputs = []    # (tensor index, layout, region)
         self.n_inputs = 0
 
-    def _add(self, t, f):
+    def _add(self, t, f, *inputs):
         assert t.index == len(self.steps)
         self.steps.append(f)
+        self.producers.append([x.index for x in inputs])
         return t
 
     def input(self, name, shape, layout="nhwc"):
@@ -177,7 +179,7 @@ class Pipeline:
             terms = [src.read(ys + dy[k], xs + dx[k], boundary) * w[k] for k in range(len(taps))]
             red = {"sum": np.sum, "max": np.max, "min": np.min}[reduce]
             return Ref(red(np.stack(terms), axis=0), y0, x0)
-        return self._add(t, f)
+        return self._add(t, f, input)
 
     def pointwise(self, fn, *inputs, name=None):
         t = self.graph.pointwise(fn, *inputs, name=name)
@@ -191,7 +193,7 @@ class Pipeline:
             r = np.asarray(fn(*args), dtype=np.float64)
             c = max(s.a.shape[3] for s in srcs)
             return Ref(np.broadcast_to(r, (srcs[0].a.shape[0], y1 - y0, x1 - x0, c)).copy(), y0, x0)
-        return self._add(t, f)
+        return self._add(t, f, *inputs)
 
     def channel_mix(self, input, weights, bias=None, name=None):
         t = self.graph.channel_mix(input, weights, bias=bias, name=name)
@@ -202,7 +204,7 @@ class Pipeline:
         def f(vals, arrays):
             src = vals[i]
             return Ref(np.einsum("nhwc,kc->nhwk", src.a, w) + b, src.y0, src.x0)
-        return self._add(t, f)
+        return self._add(t, f, input)
 
     def resample(self, input, kind, boundary="clamp", name=None):
         t = self.graph.resample(input, kind, boundary=boundary, name=name)
@@ -228,7 +230,7 @@ class Pipeline:
                 for rx, wx in ((xs // 2, 0.75), (nx, 0.25)):
                     a = a + wy * wx * src.read(ry, rx, boundary)
             return Ref(a, y0, x0)
-        return self._add(t, f)
+        return self._add(t, f, input)
 
     def output(self, tensor, layout="nhwc", region=None):
         self.graph.output(tensor, layout=layout, region=region)

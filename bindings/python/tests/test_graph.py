@@ -418,8 +418,18 @@ PIPELINES = {"blur": _blur, "unsharp": _unsharp, "pyramid": _pyramid, "valid_dom
 
 
 def _pairs(p):
-    """A fixed grouping: stages in creation order, two by two."""
-    return [i // 2 for i in range(len(p.graph))]
+    """A fixed grouping: each stage joins the group of its first producer
+    while that group has one stage, else starts a group (producer-consumer
+    pairs, and stages alone)."""
+    group, size = [], {}
+    for t, prods in enumerate(p.producers):
+        first = prods[0] if prods else None
+        if first is not None and p.producers[first] and size[group[first]] == 1:
+            group.append(group[first])
+        else:
+            group.append(t)
+        size[group[t]] = size.get(group[t], 0) + 1
+    return group
 
 
 CONFIGS = {
