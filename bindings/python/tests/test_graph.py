@@ -461,17 +461,8 @@ def _check_plan(p, taps, plan, arrays, what):
         assert_close(g, r, scale, p.stages(), taps, "%s output %d" % (what, i))
 
 
-# Plans the engine refuses: the tile-size model gives an up2 stage alone in its
-# group (at odd sizes) a 0 x 0 tile ("the regions of a 0 x 0 tile have no
-# fixed size"). Strict: once they plan, these marks fail and must go.
-_LONE_UP2 = pytest.mark.xfail(strict=True, raises=ps.ArgumentError,
-                              reason="engine: a lone up2 stage at odd sizes gets a 0 x 0 tile from the tile-size model")
-_KNOWN = {("pyramid", "none"): _LONE_UP2, ("pyramid", "fixed"): _LONE_UP2}
-
-
 @engine
-@pytest.mark.parametrize("name,config", [pytest.param(n, c, marks=_KNOWN.get((n, c), ()))
-                                         for n in sorted(PIPELINES) for c in sorted(CONFIGS)])
+@pytest.mark.parametrize("name,config", [(n, c) for n in sorted(PIPELINES) for c in sorted(CONFIGS)])
 def test_plans_match_the_reference(name, config):
     p, taps = PIPELINES[name]()
     plan = _plan(p, config)
@@ -489,8 +480,7 @@ def test_plans_match_the_reference(name, config):
 
 
 @engine
-@pytest.mark.parametrize("kind", [pytest.param("up2_nearest", marks=_LONE_UP2),
-                                  pytest.param("up2_bilinear", marks=_LONE_UP2), "down2_average"])
+@pytest.mark.parametrize("kind", ["up2_nearest", "up2_bilinear", "down2_average"])
 def test_a_lone_resampling_stage_at_odd_sizes(kind):
     """One resampling stage, alone, under the tile-size model and forced tiles."""
     for shape in ((1, 9, 9, 1), (2, 27, 33, 3), (1, 64, 64, 3), (1, 1, 1, 1)):
