@@ -43,6 +43,7 @@ typedef struct ps_gx_group {
     size_t scratch_floats; /* per thread */
     ps_group_eval ev;
     double computed_pts, needed_pts;
+    char *why;             /* why it was formed and kept apart from its consumers' groups */
 } ps_gx_group;
 
 /* Per-stage executor facts. */

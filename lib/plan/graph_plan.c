@@ -40,6 +40,7 @@ void ps_graph_plan_destroy(ps_graph_plan *pl)
         free(pl->groups[g].mem);
         free(pl->groups[g].btile);
         free(pl->groups[g].bbox);
+        free(pl->groups[g].why);
     }
     free(pl->groups);
     if (pl->xs)
@@ -241,6 +242,82 @@ static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *
     return st;
 }
 
+static void append(char **text, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char **text, size_t *len, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !*text) return;
+    if ((size_t)n >= sizeof line) n = sizeof line - 1;
+    char *t = realloc(*text, *len + (size_t)n + 1);
+    if (!t) return;
+    memcpy(t + *len, line, (size_t)n + 1);
+    *text = t;
+    *len += (size_t)n;
+}
+
+/* The evidence behind group gi, for describe and PS_VERBOSE: its cost
+ * against its stages' apart, and for each group that reads it the cost of
+ * the two together (or why they cannot be fused). Costs come from the
+ * planner's memo, so this repeats no isl work. */
+static ps_status explain_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *group_of, int gi)
+{
+    const ps_pipeline *p = &pl->pipe;
+    ps_gx_group *G = &pl->groups[gi];
+    size_t len = 0;
+    G->why = calloc(1, 1);
+    int *m = malloc(((size_t)p->n + 1) * sizeof *m);
+    if (!G->why || !m) {
+        free(m);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    }
+    ps_status st = PS_SUCCESS;
+    static const char *const mode_note[] = {"", "greedy grouping (a group joins its only consumer group while legal); ",
+                                            "no fusion requested; ", "grouping fixed by the caller; "};
+    append(&G->why, &len, "%s", mode_note[pl->opts.fusion]);
+    if (G->n > 1) {
+        double apart = 0;
+        for (int k = 0; k < G->n && !st; k++) {
+            ps_group_eval ev;
+            st = ps_group_evaluate(fs, &G->mem[k].stage, 1, &ev);
+            apart += ev.cost;
+        }
+        append(&G->why, &len, "fused: %.4g ms together, %.4g ms with its %d stages apart", G->ev.cost * 1e3, apart * 1e3, G->n);
+    } else {
+        append(&G->why, &len, "one stage");
+    }
+    char *seen = calloc((size_t)pl->n_groups + 1, 1);
+    for (int k = 0; k < G->n && !st && seen; k++) {
+        const ps_pstage *S = &p->st[G->mem[k].stage];
+        for (int c = 0; c < S->n_cons && !st; c++) {
+            int h = group_of[S->cons[c]];
+            if (h == gi || seen[h]) continue;
+            seen[h] = 1;
+            int n = 0;
+            for (int s = 0; s < p->n; s++)
+                if (group_of[s] == gi || group_of[s] == h) m[n++] = s;
+            ps_group_eval both;
+            st = ps_group_evaluate(fs, m, n, &both);
+            if (st) break;
+            if (!both.legal)
+                append(&G->why, &len, "; not fused with group %d: %s", h, both.why);
+            else
+                append(&G->why, &len, "; with group %d: %.4g ms together, %.4g + %.4g ms apart%s", h, both.cost * 1e3,
+                       G->ev.cost * 1e3, pl->groups[h].ev.cost * 1e3,
+                       pl->opts.fusion != PS_FUSION_DP ? ""
+                       : both.cost > G->ev.cost + pl->groups[h].ev.cost ? " (cheaper apart)"
+                                                                         : " (the pair is cheaper, but not with the rest of the DAG's grouping)");
+        }
+    }
+    free(seen);
+    free(m);
+    if (!st && pl->ctx->verbose) fprintf(stderr, "polysci_verbose,graph_group,%d,%s\n", gi, G->why);
+    return st;
+}
+
 /* Scratch layout and per-thread sizes, once destinations are known. */
 static ps_status layout(ps_graph_plan *pl)
 {
@@ -371,6 +448,7 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
         if (!pl->groups) st = ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
     }
     for (int gi = 0; gi < pl->n_groups && !st; gi++) st = build_group(pl, fs, group_of, gi);
+    for (int gi = 0; gi < pl->n_groups && !st; gi++) st = explain_group(pl, fs, group_of, gi);
     if (!st) st = layout(pl);
     if (fs) pl->cost_evaluations = fs->evaluations;
     ps_fusion_state_destroy(fs);
@@ -553,6 +631,7 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
             ev->level == 0 ? "forced" : ev->level == 1 ? "L1 footprint" : "L2 footprint", (long long)G->gy, (long long)G->gx,
             (long long)G->images, G->n_btiles, G->needed_pts > 0 ? 100.0 * (G->computed_pts / G->needed_pts - 1.0) : 0.0,
             G->scratch_floats * sizeof(float), ev->cost * 1e3, ev->terms[0], ev->terms[1], 100.0 * ev->terms[2], ev->terms[3]);
+        if (G->why) out(buf, len, &off, "  %s\n", G->why);
         for (int k = 0; k < G->n; k++) {
             const ps_gx_member *M = &G->mem[k];
             const ps_pstage *S = &p->st[M->stage];
