@@ -17,6 +17,7 @@ typedef struct view {
     int64_t cs, rs, ps;
     int64_t y0, x0;
     ps_box dom;           /* where the tensor is defined (reads outside use the boundary) */
+    const ps_row_kernels *stream; /* destinations: rows go out with streaming stores */
 } view;
 
 typedef struct thread_bufs {
@@ -62,14 +63,17 @@ static const float *fetch(const view *v, int64_t c, int64_t y, int64_t x0, int64
  * itself when contiguous, else the temporary row, scattered by put_row. */
 static float *dst_row(const view *o, int64_t c, int64_t y, int64_t x0, float *temp)
 {
-    if (o->ps != 1) return temp;
+    if (o->ps != 1 || o->stream) return temp;
     return o->base + c * o->cs + (y - o->y0) * o->rs + (x0 - o->x0);
 }
 
 static void put_row(const view *o, int64_t c, int64_t y, int64_t x0, int64_t n, const float *row)
 {
-    if (o->ps == 1) return;
     float *d = o->base + c * o->cs + (y - o->y0) * o->rs + (x0 - o->x0) * o->ps;
+    if (o->ps == 1) {
+        if (o->stream) o->stream->stream_copy(d, row, n);
+        return;
+    }
     for (int64_t i = 0; i < n; i++) d[i * o->ps] = row[i];
 }
 
@@ -158,6 +162,7 @@ static view memory_view(const ps_graph_plan *pl, int s, int64_t n, const float *
     const ps_pstage *S = &pl->pipe.st[s];
     view v = {0};
     v.dom = S->dom;
+    v.stream = NULL;
     if (S->kind == PS_NODE_INPUT || output) {
         const ps_box *r = output ? &S->out_region : &S->dom;
         float *base = output ? outputs[S->output_index] : (float *)inputs[S->input_index];
@@ -197,6 +202,7 @@ static view scratch_view(const ps_graph_plan *pl, const ps_gx_member *m, const p
     v.y0 = B->y0;
     v.x0 = B->x0;
     v.dom = pl->pipe.st[m->stage].dom;
+    v.stream = NULL;
     return v;
 }
 
@@ -233,8 +239,12 @@ static void run_tile(const ps_graph_plan *pl, const ps_gx_group *g, int64_t n, i
         }
         view out;
         int to_output = S->output_index >= 0, to_ws = pl->xs[m->stage].ws_off != SIZE_MAX;
-        if (m->direct) out = memory_view(pl, m->stage, n, inputs, outputs, ws, to_output);
-        else out = scratch_view(pl, m, B, tb->area);
+        if (m->direct) {
+            out = memory_view(pl, m->stage, n, inputs, outputs, ws, to_output);
+            out.stream = m->stream ? pl->k : NULL;
+        } else {
+            out = scratch_view(pl, m, B, tb->area);
+        }
         compute_stage(pl, m->stage, B, in, &out, tb);
         if (!m->live_out || m->direct) continue;
         ps_box own = {m->own_h * ti, m->own_w * tj, m->own_h, m->own_w};
@@ -285,6 +295,9 @@ void ps_graph_run(const ps_graph_plan *pl, const float *const *inputs, float *co
                 int64_t n = id / per_image, r = id % per_image;
                 run_tile(pl, g, n, g->ti0 + r / g->gx, g->tj0 + r % g->gx, inputs, outputs, workspace, &tb, boxes);
             }
+            /* before the barrier that ends the loop: the next group reads
+             * what this one streamed */
+            pl->k->stream_fence();
         }
     }
 }

@@ -23,6 +23,7 @@ typedef struct ps_gx_member {
     int live_out;          /* stored for use outside the group */
     int inner_cons;        /* read by another member */
     int direct;            /* computed straight into its only destination */
+    int stream;            /* direct, with streaming stores (destination far larger than the LLC) */
     int64_t own_h, own_w;  /* its share of a tile, in its own pixels */
     ps_region_form form;   /* its region in an interior tile */
     int64_t max_w;         /* widest region over all tiles */

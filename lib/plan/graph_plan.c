@@ -334,6 +334,11 @@ static ps_status layout(ps_graph_plan *pl)
             const ps_gx_stage *X = &pl->xs[M->stage];
             int dests = (S->output_index >= 0) + (X->ws_off != SIZE_MAX);
             M->direct = !M->inner_cons && dests == 1;
+            size_t bytes = 4 * (size_t)S->n * (size_t)S->c *
+                           (size_t)(S->output_index >= 0 ? S->out_region.h * S->out_region.w : S->need.h * S->need.w);
+            size_t stream_from = ps_machine_stream_bytes(&pl->ctx->machine);
+            M->stream = M->direct && stream_from && bytes >= stream_from &&
+                        (S->output_index < 0 || S->layout == PS_LAYOUT_NCHW);
             M->scr_off = off;
             if (!M->direct) off += round16((size_t)S->c * (size_t)M->scr_h * (size_t)M->scr_rs);
             size_t w = (size_t)M->max_w, need = 0, fetch = w;
