@@ -48,26 +48,28 @@ void ps_group_extent(const ps_pipeline *p, const ps_group_geom *g, double *y0, d
     }
 }
 
-/* ComputeTileSizes (Alg. 2): the innermost (x) side is min(extent, 256);
- * the y side takes the rest of the tile volume, the footprint divided by the
- * buffers the group keeps per reference point. */
-static void tile_sizes(const ps_pipeline *p, const ps_group_geom *g, const ps_cost_model *cm, double footprint,
-                       double ext_y, double ext_x, int64_t *ty, int64_t *tx)
+/* The tiles' x side (seed 002's innermost tile size, from the footprint):
+ * a tile runs as bands of rows inside it (multi-level tiling), so what must
+ * stay in L2 is each member's ring of rows (the band plus its consumers'
+ * reach: the region's excess over the tile) across the tile's width. Half
+ * of L2 goes to the rings, the rest to the streams of live-ins and
+ * live-outs. Rows as wide as that allows: long row segments keep the
+ * prefetchers streaming (a copy over 256-column tiles ran at half the speed
+ * of the same copy over whole rows). */
+static int64_t tile_width(const ps_pipeline *p, const ps_group_geom *g, const ps_cost_model *cm, const ps_region_form *f0,
+                          int64_t ty0, double ext_x)
 {
-    double buffers = 0;
-    for (int k = 0; k < g->n; k++)
-        buffers += (double)p->st[g->m[k]].c * rat_d(&g->sy[k]) * rat_d(&g->sx[k]);
-    double vol = footprint / (4.0 * (buffers > 0 ? buffers : 1));
-    int64_t x = (int64_t)ceil(ext_x);
-    if (x > cm->innermost) x = cm->innermost;
-    x = round_up(x < 1 ? 1 : x, g->align_x);
-    int64_t y = (int64_t)(vol / (double)x);
-    int64_t ymax = (int64_t)ceil(ext_y);
-    if (y > ymax) y = ymax;
-    y = y / g->align_y * g->align_y;
-    if (y < g->align_y) y = g->align_y;
-    *ty = y;
-    *tx = x;
+    double per_col = 0;
+    for (int k = 0; k < g->n; k++) {
+        double rows = (double)g->align_y * rat_d(&g->sy[k]) + (double)(f0[k].h - ps_group_member_tile(&g->sy[k], ty0)) + 1;
+        per_col += 4.0 * (double)p->st[g->m[k]].c * rat_d(&g->sx[k]) * rows;
+    }
+    int64_t full = round_up((int64_t)ceil(ext_x), g->align_x);
+    int64_t x = (int64_t)(0.5 * (double)cm->cache[1] / (per_col > 0 ? per_col : 1));
+    x = x / g->align_x * g->align_x;
+    int64_t floor_x = round_up(64, g->align_x);
+    if (x < floor_x) x = floor_x;
+    return x < full ? x : full;
 }
 
 static double spread(const double *v, int n)
@@ -167,22 +169,42 @@ ps_status ps_group_cost_uncached(ps_fusion_state *fs, const int *m, int n, ps_gr
     int rc;
     if (cm->force_ty > 0 && cm->force_tx > 0) {
         int64_t ty = round_up(cm->force_ty, g.align_y), tx = round_up(cm->force_tx, g.align_x);
-        double fp = total / cm->cores < (double)cm->cache[1] ? total / cm->cores : (double)cm->cache[1];
-        rc = cost_for_tile(fs, &g, fp > 0 ? fp : 1, ty, tx, ext_y, ext_x, ev, &over, &tile);
+        rc = cost_for_tile(fs, &g, total, ty, tx, ext_y, ext_x, ev, &over, &tile);
         ev->level = 0;
     } else {
-        rc = 0;
-        for (int level = 1; level <= 2; level++) {
-            double fp = total / cm->cores < (double)cm->cache[level - 1] ? total / cm->cores : (double)cm->cache[level - 1];
-            if (fp < 1) fp = 1;
-            int64_t ty, tx;
-            tile_sizes(p, &g, cm, fp, ext_y, ext_x, &ty, &tx);
-            rc = cost_for_tile(fs, &g, fp, ty, tx, ext_y, ext_x, ev, &over, &tile);
-            ev->level = level;
-            /* Alg. 2, line 5: an overlap beyond the tile's own volume sends
-             * the tiles to the next cache level. */
-            if (rc != 1 || over <= tile) break;
+        /* The regions' excess over the tile does not depend on the tile's
+         * size (tiling.h): one look at a nominal tile sizes the rings. */
+        int64_t ty0 = g.align_y * 32, tx0 = g.align_x * 32;
+        ps_region_form *f0 = malloc((size_t)(n + g.n_livein) * sizeof *f0);
+        rc = f0 ? ps_group_regions(fs->regions, p, &g, ty0, tx0, f0) : -1;
+        if (rc == 1) {
+            int64_t tx = tile_width(p, &g, cm, f0, ty0, ext_x);
+            /* The y side: as tall as leaves every core two or more tiles
+             * (tiles differ in cost at the image's edges), the cheapest of
+             * those by the cost; taller tiles recompute less halo. */
+            int64_t images = p->st[g.m[0]].n, tried[8];
+            int nt = 0;
+            ps_group_eval best = {0};
+            best.cost = INFINITY;
+            for (int f = 2; f <= 32 && rc >= 0; f *= 2) {
+                double per_image = (double)cm->cores * f / (double)images;
+                int64_t ty = round_up((int64_t)ceil(ext_y / (per_image > 1 ? per_image : 1)), g.align_y);
+                int dup = 0;
+                for (int i = 0; i < nt; i++) dup |= tried[i] == ty;
+                if (dup) continue;
+                tried[nt++] = ty;
+                ps_group_eval e = *ev;
+                int r = cost_for_tile(fs, &g, total, ty, tx, ext_y, ext_x, &e, &over, &tile);
+                if (r < 0) rc = -1;
+                else if (r == 1 && e.cost < best.cost) best = e;
+            }
+            if (rc >= 0) {
+                rc = isfinite(best.cost) ? 1 : 0;
+                if (rc) *ev = best;
+            }
         }
+        free(f0);
+        ev->level = 2;
     }
     if (rc < 0) {
         ps_group_geom_release(&g);

@@ -125,6 +125,51 @@ static int box_eq(const ps_box *a, const ps_box *b)
     return a->y0 == b->y0 && a->x0 == b->x0 && a->h == b->h && a->w == b->w;
 }
 
+/* Ring sizes: the band schedule run (without computing) over one interior
+ * tile and every boundary tile; a member's ring holds the widest window of
+ * its rows that one band reads. maxh[k]: its tallest region (the ring never
+ * needs more). Members written in place to memory need no ring. */
+static ps_status size_rings(ps_graph_plan *pl, ps_gx_group *G, const int64_t *maxh)
+{
+    const ps_pipeline *p = &pl->pipe;
+    int n = G->n;
+    ps_box *B = malloc((size_t)n * sizeof *B);
+    int64_t *done = malloc((size_t)n * sizeof *done), *hi = malloc((size_t)n * sizeof *hi);
+    int64_t *ring = calloc((size_t)n, sizeof *ring);
+    if (!B || !done || !hi || !ring) {
+        free(B);
+        free(done);
+        free(hi);
+        free(ring);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    }
+    int interior_done = 0;
+    for (int64_t cell = 0; cell < G->gy * G->gx; cell++) {
+        int bt = G->btile[cell];
+        if (bt < 0 && interior_done) continue;
+        int64_t ti = G->ti0 + cell / G->gx, tj = G->tj0 + cell % G->gx;
+        for (int k = 0; k < n; k++) {
+            B[k] = bt < 0 ? ps_region_at(&G->mem[k].form, ti, tj) : G->bbox[(size_t)bt * n + k];
+            done[k] = B[k].y0;
+        }
+        if (bt < 0) interior_done = 1;
+        for (int64_t b = 0, more = 1; more; b++) {
+            more = ps_band_targets(p, G, B, ti, b, done, hi);
+            for (int k = 0; k < n; k++) {
+                int64_t w = hi[k] - ps_band_low(p, G, B, ti, k, done, hi);
+                if (w > ring[k]) ring[k] = w;
+            }
+            memcpy(done, hi, (size_t)n * sizeof *done);
+        }
+    }
+    for (int k = 0; k < n; k++) G->mem[k].scr_h = ring[k] < 1 ? 1 : ring[k] > maxh[k] ? maxh[k] : ring[k];
+    free(B);
+    free(done);
+    free(hi);
+    free(ring);
+    return PS_SUCCESS;
+}
+
 /* Builds group gi from its members: regions, tile grid, boundary table,
  * scratch layout. */
 static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *group_of, int gi)
@@ -163,6 +208,7 @@ static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *
     G->n = n;
     G->ty = G->ev.ty;
     G->tx = G->ev.tx;
+    G->band = geom.align_y;
     G->images = p->st[geom.m[0]].n;
     int64_t ti0 = INT64_MAX, ti1 = INT64_MIN, tj0 = INT64_MAX, tj1 = INT64_MIN;
     for (int k = 0; k < n; k++) {
@@ -232,9 +278,9 @@ static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *
     for (int k = 0; k < n && !st; k++) {
         const ps_pstage *S = &p->st[G->mem[k].stage];
         G->needed_pts += (double)S->need.h * (double)S->need.w * (double)S->c * (double)S->n;
-        G->mem[k].scr_h = maxh[k];
         G->mem[k].scr_rs = (int64_t)round16((size_t)G->mem[k].max_w);
     }
+    if (!st) st = size_rings(pl, G, maxh);
     free(forms);
     free(box);
     free(maxh);
@@ -369,7 +415,7 @@ static ps_status layout(ps_graph_plan *pl)
     pl->temp_floats = round16(temp);
     pl->regs_floats = round16(regs);
     pl->zero_floats = round16(zeros);
-    pl->boxes_floats = round16((size_t)pl->max_members * sizeof(ps_box) / sizeof(float));
+    pl->boxes_floats = round16((size_t)pl->max_members * (sizeof(ps_box) + 2 * sizeof(int64_t)) / sizeof(float));
     pl->thread_floats = round16(scratch_max) + pl->staging_floats + 2 * pl->temp_floats + pl->regs_floats +
                         pl->zero_floats + pl->boxes_floats;
     double bytes = ((double)round16(pl->ws_tensor_floats) + (double)pl->nthreads * (double)pl->thread_floats) * 4.0;
