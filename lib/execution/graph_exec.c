@@ -228,16 +228,11 @@ static void copy_out(const ps_pstage *S, const view *from, const view *to, const
         }
 }
 
-static ps_box own_box(const ps_gx_member *m, int64_t ti, int64_t tj)
-{
-    return (ps_box){m->own_h * ti, m->own_w * tj, m->own_h, m->own_w};
-}
-
 /* The live-out's rows that go to memory: its own part of the tile, inside
  * what the destination stores. */
 static ps_box stored_rows(const ps_pstage *S, const ps_gx_member *m, int64_t ti, const ps_box *B)
 {
-    ps_box own = own_box(m, ti, 0);
+    ps_box own = ps_member_own(m, ti, 0);
     own.x0 = B->x0;
     own.w = B->w;
     return ps_box_intersect(&own, &S->need);
@@ -346,7 +341,7 @@ static void run_tile(const ps_graph_plan *pl, const ps_gx_group *g, int64_t n, i
             ps_box rows = {done[k], B->x0, hi[k] - done[k], B->w};
             compute_stage(pl, m->stage, &rows, in, &out, tb);
             if (m->live_out && !m->direct) {
-                ps_box own = own_box(m, ti, tj);
+                ps_box own = ps_member_own(m, ti, tj);
                 own = ps_box_intersect(&own, &rows);
                 if (to_ws) {
                     ps_box r = ps_box_intersect(&own, &S->need);

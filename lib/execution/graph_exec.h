@@ -25,6 +25,7 @@ typedef struct ps_gx_member {
     int direct;            /* computed straight into its only destination */
     int stream;            /* direct, with streaming stores (destination far larger than the LLC) */
     int64_t own_h, own_w;  /* its share of a tile, in its own pixels */
+    int64_t own_y0, own_x0;/* where tile (0, 0)'s share starts: the group's anchor at its scale */
     ps_region_form form;   /* its region in an interior tile */
     int64_t max_w;         /* widest region over all tiles */
     int in_member[PS_POINTWISE_MAX_INPUTS]; /* member computing input j, -1: read from memory */
@@ -83,6 +84,12 @@ struct ps_graph_plan {
  * band's end back through what the members read (the band's right face).
  * done[k]: rows computed so far. The same function drives execution and the
  * plan-time sizing of the rings. Returns 0 after the tile's last band. */
+/* Member m's own part of tile (ti, tj). */
+static inline ps_box ps_member_own(const ps_gx_member *m, int64_t ti, int64_t tj)
+{
+    return (ps_box){m->own_y0 + m->own_h * ti, m->own_x0 + m->own_w * tj, m->own_h, m->own_w};
+}
+
 int ps_band_targets(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B, int64_t ti, int64_t b,
                     const int64_t *done, int64_t *hi);
 /* The lowest row of member k that the band's computation reads (its

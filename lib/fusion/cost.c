@@ -69,7 +69,11 @@ static int64_t tile_width(const ps_pipeline *p, const ps_group_geom *g, const ps
     x = x / g->align_x * g->align_x;
     int64_t floor_x = round_up(64, g->align_x);
     if (x < floor_x) x = floor_x;
-    return x < full ? x : full;
+    if (x >= full) return full;
+    /* Equal columns: the widest the rings allow, evened out so the last is
+     * not a sliver. */
+    int64_t cols = (full + x - 1) / x;
+    return round_up((full + cols - 1) / cols, g->align_x);
 }
 
 static double spread(const double *v, int n)
@@ -95,23 +99,37 @@ static int cost_for_tile(ps_fusion_state *fs, const ps_group_geom *g, double foo
         free(forms);
         return rc;
     }
-    double comp = 0, over = 0, share_pts = 0, livein = 0, liveout = 0, flops = 0;
+    /* Per tile: every region is its share (its slope: what the next tile
+     * starts further on) plus a halo recomputed by the neighbours. Over
+     * the image, the shares add up to the extent (tiles at the edges are
+     * partial: n_eff tiles' worth), the halos come once per tile. */
+    int64_t tiles = (int64_t)ceil(ext_y / (double)ty) * (int64_t)ceil(ext_x / (double)tx);
+    double images = (double)p->st[g->m[0]].n;
+    int64_t n_tiles = tiles * p->st[g->m[0]].n;
+    double n_eff = ext_y / (double)ty * ext_x / (double)tx * images;
+    double comp = 0, over = 0, share_pts = 0, bytes = 0, flops = 0, tile_comp = 0, tile_bytes = 0;
     for (int k = 0; k < g->n; k++) {
         const ps_pstage *S = &p->st[g->m[k]];
         double c = (double)S->c;
-        double area = (double)forms[k].h * (double)forms[k].w;
-        double share = (double)ps_group_member_tile(&g->sy[k], ty) * (double)ps_group_member_tile(&g->sx[k], tx);
-        comp += area * c;
+        double area = (double)forms[k].h * (double)forms[k].w, share = (double)forms[k].ay * (double)forms[k].ax;
+        double pts = c * (share * n_eff + (area - share) * (double)n_tiles);
+        comp += pts;
+        flops += pts * ps_stage_flops(S);
         over += (area - share) * c;
         share_pts += share * c;
-        flops += area * c * ps_stage_flops(S);
-        if (g->live_out[k]) liveout += share * c * 4.0;
+        tile_comp += area * c;
+        if (g->live_out[k]) {
+            bytes += share * c * 4.0 * n_eff;
+            tile_bytes += share * c * 4.0;
+        }
     }
-    for (int i = 0; i < g->n_livein; i++)
-        livein += (double)forms[g->n + i].h * (double)forms[g->n + i].w * (double)p->st[g->livein[i]].c * 4.0;
+    for (int i = 0; i < g->n_livein; i++) {
+        const ps_region_form *f = &forms[g->n + i];
+        double c = (double)p->st[g->livein[i]].c, area = (double)f->h * (double)f->w, share = (double)f->ay * (double)f->ax;
+        bytes += c * 4.0 * (share * n_eff + (area - share) * (double)n_tiles);
+        tile_bytes += c * 4.0 * area;
+    }
     free(forms);
-    int64_t tiles = (int64_t)ceil(ext_y / (double)ty) * (int64_t)ceil(ext_x / (double)tx);
-    int64_t n_tiles = tiles * p->st[g->m[0]].n;
     double hy[64], wx[64];
     int nd = 0;
     for (int k = 0; k < g->n && nd < 64; k++, nd++) {
@@ -119,20 +137,22 @@ static int cost_for_tile(ps_fusion_state *fs, const ps_group_geom *g, double foo
         hy[nd] = (double)b->h / rat_d(&g->sy[k]);
         wx[nd] = (double)b->w / rat_d(&g->sx[k]);
     }
-    if (comp <= 0) comp = 1;
-    ev->terms[0] = (livein + liveout) / comp;
-    ev->terms[1] = (double)((n_tiles + cm->cores - 1) % cm->cores);
+    ev->terms[0] = tile_bytes / (tile_comp > 0 ? tile_comp : 1);
+    /* t2 as the share of the cores' rounds the tiles keep busy (1: no
+     * partial last round) */
+    double rounds = ceil((double)n_tiles / cm->cores);
+    double balance = (double)n_tiles / (rounds * cm->cores);
+    ev->terms[1] = balance;
     ev->terms[2] = share_pts > 0 ? over / share_pts : 0;
     ev->terms[3] = spread(hy, nd) + spread(wx, nd);
     /* The terms as time (fusion.h): memory traffic of the live-ins and
      * live-outs, arithmetic of every point computed (the overlap included),
      * stretched by the cores a last partial round of tiles leaves idle. */
-    double rounds = ceil((double)n_tiles / cm->cores);
-    double balance = (double)n_tiles / (rounds * cm->cores);
-    double t_mem = ev->terms[0] * comp * (double)n_tiles / cm->bandwidth;
-    double t_comp = flops * (double)n_tiles / cm->flops;
+    double t_mem = bytes / cm->bandwidth;
+    double t_comp = flops / cm->flops;
     ev->cost = (t_mem + t_comp) * (1.0 + cm->w4 * ev->terms[3]) / balance;
     (void)footprint;
+    (void)comp;
     ev->ty = ty;
     ev->tx = tx;
     ev->tiles = tiles;

@@ -4,7 +4,8 @@
  * within L1 (else L2, when the overlap outgrows the tile), then its four
  * terms over the isl regions of the candidate group (tiling.h):
  *   t1 live-in + live-out bytes per point computed,
- *   t2 load balance: tiles left for a last, partial round over the cores,
+ *   t2 load balance: the share of the cores' rounds of tiles that are busy
+ *      (the paper counts the tiles of a last, partial round),
  *   t3 relative overlap: redundant points per point of the tile's own share,
  *   t4 spread of the members' extents.
  * The weights come from the machine model rather than the paper's
@@ -46,7 +47,7 @@ typedef struct ps_group_eval {
     double cost;
     int64_t ty, tx;       /* reference tile */
     int level;            /* cache level the tile sizes were chosen for (1, 2; 0 = forced) */
-    double terms[4];      /* the four terms, unweighted */
+    double terms[4];      /* t1 bytes/point, t2 cores busy (0..1), t3 relative overlap, t4 extent spread */
     double overlap;       /* redundant points / needed points per interior tile */
     int64_t tiles;        /* tiles per image */
 } ps_group_eval;

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "fusion/fusion_impl.h"
+#include "fusion/fusion.h"
 #include "plan/context_impl.h"
 
 static double now_ms(void)
@@ -104,7 +105,7 @@ static void tile_boxes(const ps_pipeline *p, const ps_gx_group *g, int64_t ti, i
         const ps_pstage *S = &p->st[m->stage];
         ps_box b = {0, 0, 0, 0};
         if (m->live_out) {
-            ps_box own = {m->own_h * ti, m->own_w * tj, m->own_h, m->own_w};
+            ps_box own = ps_member_own(m, ti, tj);
             b = ps_box_intersect(&own, &S->need);
         }
         for (int q = k + 1; q < g->n; q++) {
@@ -210,6 +211,13 @@ static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *
     G->tx = G->ev.tx;
     G->band = geom.align_y;
     G->images = p->st[geom.m[0]].n;
+    /* The tile grid starts at the live-outs' first needed pixel (in the
+     * reference's coordinates, down to a multiple of the alignment so every
+     * member's share starts on a whole pixel). */
+    double ey0, ey1, ex0, ex1;
+    ps_group_extent(p, &geom, &ey0, &ey1, &ex0, &ex1);
+    int64_t anchor_y = floor_div((int64_t)floor(ey0), geom.align_y) * geom.align_y;
+    int64_t anchor_x = floor_div((int64_t)floor(ex0), geom.align_x) * geom.align_x;
     int64_t ti0 = INT64_MAX, ti1 = INT64_MIN, tj0 = INT64_MAX, tj1 = INT64_MIN;
     for (int k = 0; k < n; k++) {
         ps_gx_member *M = &G->mem[k];
@@ -219,11 +227,18 @@ static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *
         M->inner_cons = geom.inner_cons[k];
         M->own_h = ps_group_member_tile(&geom.sy[k], G->ty);
         M->own_w = ps_group_member_tile(&geom.sx[k], G->tx);
+        M->own_y0 = ps_group_member_tile(&geom.sy[k], anchor_y);
+        M->own_x0 = ps_group_member_tile(&geom.sx[k], anchor_x);
         M->form = forms[k];
+        /* isl's regions are for tiles from 0; the anchor shifts them all */
+        M->form.by += M->own_y0;
+        M->form.bx += M->own_x0;
         for (int j = 0; j < S->n_in; j++) M->in_member[j] = ps_group_member_index(&geom, S->in[j]);
         if (M->live_out) {
-            int64_t a = floor_div(S->need.y0, M->own_h), b = floor_div(S->need.y0 + S->need.h - 1, M->own_h);
-            int64_t c = floor_div(S->need.x0, M->own_w), d = floor_div(S->need.x0 + S->need.w - 1, M->own_w);
+            int64_t a = floor_div(S->need.y0 - M->own_y0, M->own_h);
+            int64_t b = floor_div(S->need.y0 + S->need.h - 1 - M->own_y0, M->own_h);
+            int64_t c = floor_div(S->need.x0 - M->own_x0, M->own_w);
+            int64_t d = floor_div(S->need.x0 + S->need.w - 1 - M->own_x0, M->own_w);
             if (a < ti0) ti0 = a;
             if (b > ti1) ti1 = b;
             if (c < tj0) tj0 = c;
@@ -677,11 +692,11 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
         out(buf, len, &off,
             "group %d: %d stage%s, tile %lld x %lld (%s), %lld x %lld tiles x %lld images (%d boundary), "
             "redundant %.1f%%, scratch %zu bytes/thread\n"
-            "  cost %.4g ms: %.3g in+out bytes/point, %.0f tiles in a partial round, overlap %.1f%%, extent spread %.3g\n",
+            "  cost %.4g ms: %.3g in+out bytes/point, cores busy %.0f%%, overlap %.1f%%, extent spread %.3g\n",
             gi, G->n, G->n == 1 ? "" : "s", (long long)G->ty, (long long)G->tx,
-            ev->level == 0 ? "forced" : ev->level == 1 ? "L1 footprint" : "L2 footprint", (long long)G->gy, (long long)G->gx,
+            ev->level == 0 ? "forced" : "rings of rows in L2", (long long)G->gy, (long long)G->gx,
             (long long)G->images, G->n_btiles, G->needed_pts > 0 ? 100.0 * (G->computed_pts / G->needed_pts - 1.0) : 0.0,
-            G->scratch_floats * sizeof(float), ev->cost * 1e3, ev->terms[0], ev->terms[1], 100.0 * ev->terms[2], ev->terms[3]);
+            G->scratch_floats * sizeof(float), ev->cost * 1e3, ev->terms[0], 100.0 * ev->terms[1], 100.0 * ev->terms[2], ev->terms[3]);
         if (G->why) out(buf, len, &off, "  %s\n", G->why);
         for (int k = 0; k < G->n; k++) {
             const ps_gx_member *M = &G->mem[k];
