@@ -1151,6 +1151,8 @@ int cmd_bench(int argc, char **argv)
     static const char usage[] =
         "usage: polysci bench conv --layers FILE [options]   time conv layers\n"
         "       polysci bench gemm --layers FILE [options]   time GEMMs\n"
+        "       polysci bench pipeline [options]             time stage-graph pipelines against Halide\n"
         "See 'polysci bench conv --help'.\n";
+    if (argc > 1 && !strcmp(argv[1], "pipeline")) return cli_bench_pipeline(argc - 1, argv + 1);
     return cli_dispatch_op("bench", usage, argc, argv, bench_op);
 }
