@@ -8,7 +8,7 @@
 # usage: bench/ab.sh OLD_POLYSCI NEW_POLYSCI ROUNDS OUTDIR -- BENCH_ARGS...
 #   e.g. git worktree add /tmp/old HEAD~1 && (cd /tmp/old && bash scripts/build.sh)
 #        bench/ab.sh /tmp/old/build/tools/polysci build/tools/polysci 3 /tmp/ab -- \
-#            conv --layers ../shared/layers/resnet50.txt --only resnet_1 --N 2 --reps 11
+#            conv --layers resnet50 --only resnet_1 --N 2 --reps 11
 # ROUNDS rounds of (old, new), each one `polysci bench ARGS --threads T --vs
 # onednn --csv OUTDIR/{old,new}_I.csv`; prints each process's geomean ratio and,
 # per layer, the ratios of every round side by side. THREADS (default 2).

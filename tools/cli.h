@@ -155,9 +155,11 @@ typedef struct cli_layer {
     char name[64];
     ps_desc desc;
 } cli_layer;
-/* Resolves a layers argument: an existing path as given; else a bare name looked
- * up in shared/layers/ (with or without ".txt"); arg NULL: default_name there.
- * Returns 0, or -1 with a message. */
+/* Resolves a layers argument: an existing path as given; else a bare name
+ * (with or without ".txt"; arg NULL: default_name) looked up in the layer sets
+ * the repository ships (bench/layers/): first the installed copy,
+ * <prefix>/share/polysci/layers beside the executable's <prefix>/bin, then the
+ * source tree the executable was built from. Returns 0, or -1 with a message. */
 int cli_resolve_layers(const char *cmd, const char *arg, const char *default_name, char *path, size_t len);
 /* Reads "name H W C K R S stride pad_h pad_w" (conv; batch, act layout and post-ops
  * as given) or "name M N K" (gemm, column-major) lines; '#' starts a comment.
@@ -198,11 +200,6 @@ int cli_dispatch_op(const char *cmd, const char *usage, int argc, char **argv,
 int cli_progress_enabled(void);
 /* Writes s as a JSON string literal (with quotes). */
 void cli_json_string(FILE *f, const char *s);
-/* Finds the shared/ folder (with layers/ inside): $POLYSCI_SHARED, then the
- * ancestors of the executable's folder, of the source tree and of the working
- * folder (each X tried as X/shared), finally the source tree's bench/ (which
- * keeps copies of the layer lists). Returns 1 and fills buf on success. */
-int cli_find_shared(char *buf, size_t len);
 
 /* ---- double-precision references (reference.c) ---- */
 /* dst: N*K*OH*OW doubles in d->layout. weights in d->weight_layout, bias K

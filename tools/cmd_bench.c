@@ -953,8 +953,8 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     int exhaustive = 0;
     cli_opt opts[] = {
         {"layers", CLI_OPT_STRING, &layers_arg, 0, 0,
-         kind == PS_OP_CONV_FWD ? "FILE  layers file or name in shared/layers/ (default resnet50)"
-                                : "FILE  layers file or name in shared/layers/ (default gemm)", 0},
+         kind == PS_OP_CONV_FWD ? "FILE  layers file, or a set name of bench/layers (default resnet50)"
+                                : "FILE  layers file, or a set name of bench/layers (default gemm)", 0},
         {"threads", CLI_OPT_INT, &threads, 0, 4096, "T  threads for every implementation (default: OpenMP's)", 0},
         {"vs", CLI_OPT_STRING, &vs, 0, 0, "LIB  also time and verify against LIB: onednn", 0},
         {"ranker", CLI_OPT_STRING, &ranker_arg, 0, 0, "NAME  planner's ranker: default, cost, volume, dnn or none", 0},

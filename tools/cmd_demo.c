@@ -10,11 +10,11 @@
 static void demo_usage(FILE *f, const cli_opt *opts, size_t n)
 {
     fprintf(f, "usage: polysci demo [--layers FILE] [--N 2] [--threads T] [options]\n"
-               "Plans and runs every layer of a layers file (default: shared/layers/%s),\n"
+               "Plans and runs every layer of a layers file (default: %s of bench/layers),\n"
                "checks each full output against a double-precision reference and prints a\n"
-               "table. Exits non-zero if any layer fails. FILE may be a path or a name in\n"
-               "shared/layers/ (e.g. 'vgga'); shared/ is found via $POLYSCI_SHARED or next\n"
-               "to the executable's or the source tree's folders.\n"
+               "table. Exits non-zero if any layer fails. FILE may be a path or the name of a\n"
+               "layer set the repository ships (bench/layers, installed as share/polysci/layers):\n"
+               "resnet50, fastrcnn, mobilenet, alexnet, overfeat, vgga, googlenet, gemm.\n"
                "Shapes: conv 'HxW C->K RxS/stride p<pad>', gemm 'MxNxK'.\n\noptions:\n",
             DEFAULT_LAYERS);
     cli_print_options(f, opts, n);
@@ -29,7 +29,7 @@ int cmd_demo(int argc, char **argv)
     double tol = 1e-4;
     int bias = 0, relu = 0, describe = 0, no_cache = 0;
     cli_opt opts[] = {
-        {"layers", CLI_OPT_STRING, &layers_arg, 0, 0, "FILE  layers file or name in shared/layers/", 0},
+        {"layers", CLI_OPT_STRING, &layers_arg, 0, 0, "FILE  layers file, or a set name of bench/layers (e.g. vgga)", 0},
         {"N", CLI_OPT_INT, &batch, 1, INT32_MAX, "N  batch size of the conv layers (default 2)", 0},
         {"threads", CLI_OPT_INT, &threads, 0, 4096, "T  threads (default: OpenMP's)", 0},
         {"ranker", CLI_OPT_STRING, &ranker_arg, 0, 0, "NAME  planner's ranker: default, cost, volume, dnn or none", 0},
