@@ -19,9 +19,11 @@
 # Environment (defaults in brackets):
 #   BUILD [build]                  build directory with tools/polysci (configured if missing)
 #   DATA [data/dnn/vm]             the exhaustive run (<set>_N<N>_t<T>.csv files)
-#   REPLICATE [data/dnn/vm_replicate]  a second exhaustive run (scored against, and its fastest re-timed)
+#   REPLICATE (required)           a second exhaustive run of the same layers, e.g. collected with
+#                                  `DATA=data/dnn/local_replicate GEMM=0 bash tools/dnn/retrain.sh`
+#                                  (scored against, and its fastest re-timed)
 #   EXTRA ["$OUT/first_layers"]    more exhaustive files whose fastest variants are re-timed too
-#   OUT [data/dnn/vm_retime]       where the candidates, timings and reports go
+#   OUT [data/dnn/local_retime]    where the candidates, timings and reports go
 #   N [2], THREADS [2], SETS [resnet50 fastrcnn mobilenet alexnet overfeat vgga]
 #   SPLITS [1 2 3], TOP [6]        split seeds; fastest variants per layer and run
 #   RUNS [2]                       timing runs
@@ -33,8 +35,8 @@ cd "$(dirname "$0")/../.."
 
 BUILD=${BUILD:-build}
 DATA=${DATA:-data/dnn/vm}
-REPLICATE=${REPLICATE:-data/dnn/vm_replicate}
-OUT=${OUT:-data/dnn/vm_retime}
+REPLICATE=${REPLICATE:?retime.sh: set REPLICATE to a second exhaustive run of the layers (see the header)}
+OUT=${OUT:-data/dnn/local_retime}
 EXTRA=${EXTRA:-$OUT/first_layers}
 N=${N:-2}
 THREADS=${THREADS:-2}
