@@ -1127,19 +1127,23 @@ static void close_out(FILE *f)
 static int bench_op(ps_op_kind kind, int argc, char **argv)
 {
     const char *cmd = kind == PS_OP_CONV_FWD ? "bench conv" : "bench gemm";
-    const char *layers_arg = NULL, *vs = NULL, *ranker_arg = "default", *csv = NULL, *dist = NULL;
+    const char *layers_arg = NULL, *vs = NULL, *csv = NULL, *dist = NULL;
     const char *only = NULL, *mode_arg = "any", *cands_arg = NULL;
-    int64_t batch = 2, threads = 0, reps = 11, variant_reps = 3, plan_reps = 3, seed = 1, top_k = 0;
-    double min_ms = 20.0, warmup_ms = 20.0, tol = 1e-4;
+    int64_t batch = 2, reps = 11, variant_reps = 3, plan_reps = 3;
+    double min_ms = 20.0, warmup_ms = 20.0;
+    cli_plan_args pa;
+    cli_check_args ca;
+    cli_plan_args_defaults(&pa);
+    cli_check_args_defaults(&ca);
     int exhaustive = 0, check_only = 0, describe = 0, markdown = 0, quiet = 0, onednn_cache = 0;
     cli_opt opts[] = {
         {"layers", CLI_OPT_STRING, &layers_arg, 0, 0,
          kind == PS_OP_CONV_FWD ? "FILE  layers file, or a set name of bench/layers (default resnet50)"
                                 : "FILE  layers file, or a set name of bench/layers (default gemm)", 0},
-        {"threads", CLI_OPT_INT, &threads, 0, 4096, "T  threads for every implementation (default: OpenMP's)", 0},
+        CLI_THREADS_OPT(pa, 0, "T  threads for every implementation (default: OpenMP's)"),
         {"vs", CLI_OPT_STRING, &vs, 0, 0, "LIB  also time and verify against LIB: onednn", 0},
-        {"ranker", CLI_OPT_STRING, &ranker_arg, 0, 0, "NAME  planner's ranker: default, cost, volume, dnn or none", 0},
-        {"top-k", CLI_OPT_INT, &top_k, 0, 1000000, "K  time the default and the K best-ranked schedules (ranker default: DNN), keep the fastest", 0},
+        CLI_RANKER_OPT(pa),
+        CLI_TOP_K_OPT(pa),
         {"exhaustive", CLI_OPT_FLAG, &exhaustive, 0, 0,
          "also time every ranked variant (best_ms, worst_ms, chosen_rank)", 0},
         {"candidates", CLI_OPT_STRING, &cands_arg, 0, 0,
@@ -1156,8 +1160,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         {"plan-reps", CLI_OPT_INT, &plan_reps, 1, 64, "R  cold and cached plan creations timed, median (default 3)", 0},
         {"csv", CLI_OPT_STRING, &csv, 0, 0, "FILE  write the per-layer CSV there ('-': stdout)", 0},
         {"only", CLI_OPT_STRING, &only, 0, 0, "TEXT  only layers whose name contains TEXT", 0},
-        {"tol", CLI_OPT_FLOAT, &tol, 0, 0, "X  max error relative to max|reference| (default 1e-4)", 0},
-        {"seed", CLI_OPT_INT, &seed, 0, INT64_MAX, "S  seed of the random operands (default 1)", 0},
+        CLI_CHECK_OPTS(ca),
         {"check-only", CLI_OPT_FLAG, &check_only, 0, 0, "check every output against the reference, time nothing", 0},
         {"describe", CLI_OPT_FLAG, &describe, 0, 0,
          "print each chosen plan's description (and oneDNN's implementation and layouts)", 0},
@@ -1192,8 +1195,9 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         return CLI_OK;
     }
     if (rc) return rc;
-    int ranker = cli_choice(cmd, "ranker", ranker_arg, cli_ranker_names, 5);
-    if (ranker < 0) return CLI_USAGE;
+    ps_ranker ranker;
+    if (cli_plan_args_options(cmd, &pa, &ranker, NULL)) return CLI_USAGE;
+    const double tol = ca.tol;
     static const char *const vs_names[] = {"onednn"};
     if (vs && cli_choice(cmd, "vs", vs, vs_names, 1) < 0) return CLI_USAGE;
     static const char *const mode_names[] = {"any", "nhwc", "both"}; /* bench_opts.onednn_nhwc order */
@@ -1259,7 +1263,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     }
 
     ps_context *ctx = NULL;
-    if (cli_context_create((int)threads, &ctx) != CLI_OK) {
+    if (cli_context_create((int)pa.threads, &ctx) != CLI_OK) {
         free(cands);
         free(layers);
         return CLI_FAIL;
@@ -1267,11 +1271,11 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
 #ifdef POLYSCI_CLI_HAVE_ONEDNN
     if (vs && !onednn_cache) onednn_disable_primitive_cache();
 #endif
-    bench_opts bo = {.kind = kind, .threads = ps_context_num_threads(ctx), .ranker = (ps_ranker)ranker,
-                     .top_k = (int)top_k, .vs_onednn = vs != NULL, .onednn_nhwc = mode, .check_only = check_only,
+    bench_opts bo = {.kind = kind, .threads = ps_context_num_threads(ctx), .ranker = ranker,
+                     .top_k = (int)pa.top_k, .vs_onednn = vs != NULL, .onednn_nhwc = mode, .check_only = check_only,
                      .describe = describe, .rows_out = quiet ? stderr : stdout, .exhaustive = exhaustive, .reps = (int)reps,
                      .variant_reps = (int)variant_reps, .plan_reps = (int)plan_reps, .min_trial_ms = min_ms, .warmup_ms = warmup_ms,
-                     .tol = tol, .seed = (uint64_t)seed, .progress = cli_progress_enabled(), .dist = NULL,
+                     .tol = tol, .seed = (uint64_t)ca.seed, .progress = cli_progress_enabled(), .dist = NULL,
                      .cands = cands, .n_cands = n_cands};
     FILE *csv_f = NULL;
     bench_row *rows = calloc((size_t)n_sel, sizeof *rows);
