@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Two builds of polysci, A (old) and B (new), against oneDNN, in alternating
-# processes: how engine changes are accepted or rejected (docs/performance.md).
-# Timings of schedules inside one process (--candidates) can differ from the
-# plans' own processes (session 13: whole-row blocks won 15% as candidates and
+# processes: how engine changes are accepted or rejected. Timings of schedules
+# inside one process (--candidates) can differ from the plans' own processes
+# (where each plan's buffers land, which pages and cache sets they share, is a
+# property of the process: a blocking that wins 15% as a candidate can win
 # nothing as a binary), so a change is judged binary against binary.
 #
 # usage: bench/ab.sh OLD_POLYSCI NEW_POLYSCI ROUNDS OUTDIR -- BENCH_ARGS...

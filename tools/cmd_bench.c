@@ -285,11 +285,13 @@ static int calibrate(timed *t, int threads, double min_ms, double warmup_ms)
 
 /* `trials` rounds; each runs one trial of every implementation, rotating
  * which goes first. A trial that follows another implementation starts with
- * its untimed warm-up: the first executions after a switch to other buffers
- * ran up to 1.4x slower for a 72 MB layer (fastrcnn_05 at N = 2, three of
- * them), so that without a warm-up whichever implementation shares its
- * operands with its predecessor (the chosen plan and the default schedule)
- * gained (docs/performance.md, session 32). */
+ * its untimed warm-up: when a layer's operands far exceed the last-level
+ * cache, the first executions after a switch to other buffers run slower
+ * (up to 1.4x for fastrcnn_05 at N = 2, 72 MB of operands), so without a
+ * warm-up whichever implementation shares its operands with its predecessor
+ * (the chosen plan and the default schedule share them) would gain.
+ * `polysci bench conv --layers fastrcnn --only fastrcnn_05 --warmup-ms 0
+ * --vs onednn` against the default --warmup-ms shows it. */
 static int time_alternating(timed *ts, int n, int trials, int threads, double min_ms, double warmup_ms)
 {
     for (int i = 0; i < n; i++)

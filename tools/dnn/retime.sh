@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Low-noise selection study (docs/performance.md, "Selection quality against a low-noise re-timing").
+# Low-noise selection study: how well the rankers' first choices do against a low-noise re-timing.
 #
 # An exhaustive run times ~480 variants per layer with 3 short trials each: its "fastest variant" is the
 # luckiest of hundreds of noisy medians, so every pick efficiency computed from it is biased low. This
@@ -14,7 +14,7 @@
 #      ($OUT/run<r>/<set>_N<N>_t<T>.csv, $OUT/run<r>/summary.csv);
 #   3. reports: tools/dnn/train.py --holdout-frac 0.3 --split-seed S --retimed (every run; a schedule's
 #      times are averaged) for each split seed ($OUT/holdout_report_S.md).
-# Nothing else may run meanwhile (candidates ~10 minutes, each timing run ~8 on the 2-core VM).
+# Nothing else may run meanwhile (candidates ~10 minutes, each timing run ~8 on 2 cores).
 #
 # Environment (defaults in brackets):
 #   BUILD [build]                  build directory with tools/polysci (configured if missing)

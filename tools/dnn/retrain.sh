@@ -7,7 +7,7 @@
 #   3. train on every layer: lib/ranking/dnn_weights.c, tests/data/dnn_vectors.txt and the
 #      model's first choice per layer ($DATA/dnn_picks.csv, for bench/plot_variants.py);
 #   4. rebuild and run test_dnn (C inference vs the trainer's).
-# Collecting times every variant: half an hour for the conv sets on the 2-core VM, hours with the largest GEMMs. Run it on a quiet machine.
+# Collecting times every variant: half an hour for the conv sets on 2 cores, hours with the largest GEMMs. Run it on a quiet machine.
 #
 # Environment (defaults in brackets):
 #   BUILD [build]            build directory with tools/polysci (configured if missing)
