@@ -261,15 +261,12 @@ int ps_band_targets(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B,
                 if (e > t) t = e;
             }
         }
-        for (int q = k + 1; q < g->n; q++) {
+        for (int i = 0; i < m->n_reads; i++) {
+            int q = m->read_by[i];
             if (hi[q] <= B[q].y0) continue;
-            const ps_pstage *Q = &p->st[g->mem[q].stage];
             ps_box rows = {B[q].y0, B[q].x0, hi[q] - B[q].y0, B[q].w};
-            for (int j = 0; j < Q->n_in; j++) {
-                if (Q->in[j] != m->stage) continue;
-                ps_box r = ps_input_region(p, g->mem[q].stage, j, &rows);
-                if (!ps_box_empty(&r) && r.y0 + r.h > t) t = r.y0 + r.h;
-            }
+            ps_box r = ps_input_region(p, g->mem[q].stage, m->read_as[i], &rows);
+            if (!ps_box_empty(&r) && r.y0 + r.h > t) t = r.y0 + r.h;
         }
         if (t > end) t = end;
         if (t < done[k]) t = done[k];
@@ -288,15 +285,12 @@ int64_t ps_band_low(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B,
         int64_t a = own.y0 > done[k] ? own.y0 : done[k];
         if (!ps_box_empty(&own) && a < low) low = a;
     }
-    for (int q = k + 1; q < g->n; q++) {
+    for (int i = 0; i < m->n_reads; i++) {
+        int q = m->read_by[i];
         if (hi[q] <= done[q]) continue;
-        const ps_pstage *Q = &p->st[g->mem[q].stage];
         ps_box rows = {done[q], B[q].x0, hi[q] - done[q], B[q].w};
-        for (int j = 0; j < Q->n_in; j++) {
-            if (Q->in[j] != m->stage) continue;
-            ps_box r = ps_input_region(p, g->mem[q].stage, j, &rows);
-            if (!ps_box_empty(&r) && r.y0 < low) low = r.y0;
-        }
+        ps_box r = ps_input_region(p, g->mem[q].stage, m->read_as[i], &rows);
+        if (!ps_box_empty(&r) && r.y0 < low) low = r.y0;
     }
     return low;
 }

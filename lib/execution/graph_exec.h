@@ -29,6 +29,8 @@ typedef struct ps_gx_member {
     ps_region_form form;   /* its region in an interior tile */
     int64_t max_w;         /* widest region over all tiles */
     int in_member[PS_POINTWISE_MAX_INPUTS]; /* member computing input j, -1: read from memory */
+    int n_reads;           /* (consumer member, its input) pairs reading this member */
+    int *read_by, *read_as;
     size_t scr_off;        /* floats from the thread area's start */
     int64_t scr_h, scr_rs; /* rows per channel (a ring: row y at slot (y - region start) mod scr_h)
                               and row stride of its scratch */

@@ -42,6 +42,10 @@ void ps_graph_plan_destroy(ps_graph_plan *pl)
         free(pl->groups[g].btile);
         free(pl->groups[g].bbox);
         free(pl->groups[g].why);
+        for (int k = 0; pl->groups[g].mem && k < pl->groups[g].n; k++) {
+            free(pl->groups[g].mem[k].read_by);
+            free(pl->groups[g].mem[k].read_as);
+        }
     }
     free(pl->groups);
     if (pl->xs)
@@ -144,16 +148,31 @@ static ps_status size_rings(ps_graph_plan *pl, ps_gx_group *G, const int64_t *ma
         free(ring);
         return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
     }
-    int interior_done = 0;
-    for (int64_t cell = 0; cell < G->gy * G->gx; cell++) {
+    /* Tiles whose regions are the same up to the tile's own shift run the
+     * same bands: one of each kind is simulated. */
+    int64_t n_cells = G->gy * G->gx, n_kinds = 0;
+    ps_box *kinds = malloc((size_t)n_cells * (size_t)n * sizeof *kinds);
+    if (!kinds) {
+        free(B);
+        free(done);
+        free(hi);
+        free(ring);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    }
+    for (int64_t cell = 0; cell < n_cells; cell++) {
         int bt = G->btile[cell];
-        if (bt < 0 && interior_done) continue;
         int64_t ti = G->ti0 + cell / G->gx, tj = G->tj0 + cell % G->gx;
+        ps_box *sig = kinds + (size_t)n_kinds * n;
         for (int k = 0; k < n; k++) {
             B[k] = bt < 0 ? ps_region_at(&G->mem[k].form, ti, tj) : G->bbox[(size_t)bt * n + k];
             done[k] = B[k].y0;
+            ps_box own = ps_member_own(&G->mem[k], ti, tj);
+            sig[k] = (ps_box){B[k].y0 - own.y0, B[k].x0 - own.x0, B[k].h, B[k].w};
         }
-        if (bt < 0) interior_done = 1;
+        int64_t same = 0;
+        while (same < n_kinds && memcmp(kinds + (size_t)same * n, sig, (size_t)n * sizeof *sig)) same++;
+        if (same < n_kinds) continue;
+        n_kinds++;
         for (int64_t b = 0, more = 1; more; b++) {
             more = ps_band_targets(p, G, B, ti, b, done, hi);
             for (int k = 0; k < n; k++) {
@@ -164,6 +183,7 @@ static ps_status size_rings(ps_graph_plan *pl, ps_gx_group *G, const int64_t *ma
         }
     }
     for (int k = 0; k < n; k++) G->mem[k].scr_h = ring[k] < 1 ? 1 : ring[k] > maxh[k] ? maxh[k] : ring[k];
+    free(kinds);
     free(B);
     free(done);
     free(hi);
@@ -233,7 +253,21 @@ static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *
         /* isl's regions are for tiles from 0; the anchor shifts them all */
         M->form.by += M->own_y0;
         M->form.bx += M->own_x0;
-        for (int j = 0; j < S->n_in; j++) M->in_member[j] = ps_group_member_index(&geom, S->in[j]);
+        for (int j = 0; j < S->n_in; j++) {
+            M->in_member[j] = ps_group_member_index(&geom, S->in[j]);
+            if (M->in_member[j] < 0) continue;
+            ps_gx_member *P = &G->mem[M->in_member[j]];
+            int *a = realloc(P->read_by, (size_t)(P->n_reads + 1) * sizeof *a);
+            int *b = a ? realloc(P->read_as, (size_t)(P->n_reads + 1) * sizeof *b) : NULL;
+            if (a) P->read_by = a;
+            if (!a || !b) {
+                st = ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+                break;
+            }
+            P->read_as = b;
+            P->read_by[P->n_reads] = k;
+            P->read_as[P->n_reads++] = j;
+        }
         if (M->live_out) {
             int64_t a = floor_div(S->need.y0 - M->own_y0, M->own_h);
             int64_t b = floor_div(S->need.y0 + S->need.h - 1 - M->own_y0, M->own_h);
