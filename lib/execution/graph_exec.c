@@ -8,6 +8,7 @@
 #include <string.h>
 
 static inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static inline int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 static inline int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* Element (c, y, x) of a stored tensor or region is at
@@ -93,18 +94,33 @@ static void compute_stage(const ps_graph_plan *pl, int s, const ps_box *B, const
     int64_t y1 = B->y0 + B->h, w = B->w;
     switch (S->kind) {
     case PS_NODE_STENCIL: {
-        int64_t len = S->sx * (w - 1) + (X->dx_max - X->dx_min) + 1, xs = S->sx * B->x0 + X->dx_min;
+        /* Columns whose taps all fall inside the input's domain read it in
+         * place; only the few at the domain's edges go through a copy with
+         * the boundary applied (a whole-row copy per row would double the
+         * traffic of wide tiles). */
+        const ps_box *d = &in[0].dom;
+        int64_t ix0 = ceil_div(d->x0 - X->dx_min, S->sx), ix1 = floor_div(d->x0 + d->w - 1 - X->dx_max, S->sx) + 1;
+        if (ix0 < B->x0) ix0 = B->x0;
+        if (ix1 > B->x0 + w) ix1 = B->x0 + w;
+        if (ix1 < ix0) ix1 = ix0 = B->x0 + w; /* no interior: one edge part */
+        int64_t part[3][2] = {{B->x0, ix0}, {ix0, ix1}, {ix1, B->x0 + w}};
         for (int64_t c = 0; c < S->c; c++) {
             const float *wts = S->w + (S->per_channel ? c * S->n_taps : 0);
             for (int64_t y = B->y0; y < y1; y++) {
-                for (int r = 0; r < X->n_rows; r++)
-                    tb->rowp[r] = fetch(&in[0], c, S->sy * y + X->row_dy[r], xs, len, S->boundary, tb->staging + r * len,
-                                        tb->zeros);
-                for (int t = 0; t < S->n_taps; t++) tb->src[t] = tb->rowp[X->tap_row[t]] + (S->dx[t] - X->dx_min);
-                float *d = dst_row(out, c, y, B->x0, tb->temp);
-                if (S->reduce == PS_REDUCE_SUM) K->sum(d, w, tb->src, wts, S->n_taps, S->sx, 0.0f);
-                else K->maxmin(d, w, tb->src, wts, S->n_taps, S->sx, S->reduce == PS_REDUCE_MAX);
-                put_row(out, c, y, B->x0, w, d);
+                float *dst = dst_row(out, c, y, B->x0, tb->temp);
+                for (int pi = 0; pi < 3; pi++) {
+                    int64_t a = part[pi][0], np = part[pi][1] - a;
+                    if (np <= 0) continue;
+                    int64_t len = S->sx * (np - 1) + (X->dx_max - X->dx_min) + 1, xs = S->sx * a + X->dx_min;
+                    for (int r = 0; r < X->n_rows; r++)
+                        tb->rowp[r] = fetch(&in[0], c, S->sy * y + X->row_dy[r], xs, len, S->boundary,
+                                            tb->staging + r * len, tb->zeros);
+                    for (int t = 0; t < S->n_taps; t++) tb->src[t] = tb->rowp[X->tap_row[t]] + (S->dx[t] - X->dx_min);
+                    float *dp = dst + (a - B->x0);
+                    if (S->reduce == PS_REDUCE_SUM) K->sum(dp, np, tb->src, wts, S->n_taps, S->sx, 0.0f);
+                    else K->maxmin(dp, np, tb->src, wts, S->n_taps, S->sx, S->reduce == PS_REDUCE_MAX);
+                }
+                put_row(out, c, y, B->x0, w, dst);
             }
         }
         return;
