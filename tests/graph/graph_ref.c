@@ -9,7 +9,8 @@
  * bounds |x - v| for the value x a correct f32 implementation produces. The
  * implementation rounds every operation to f32 and feeds the rounded values
  * on, so e is built operation by operation, treating an operand as "some
- * float in [v - e, v + e]":
+ * float in [v - e, v + e]" (inside an expression tree as "some float in
+ * [lo, hi]", which keeps |x| + 1/4 >= 1/4 however wide x's interval is):
  *
  *  - sums of L terms (stencil SUM, channel mix, resampling): the propagated
  *    part sum |w_t| e_t, plus the summation's own rounding
@@ -128,47 +129,49 @@ static int read_b(const gr_tensor *t, ps_boundary boundary, int64_t img, int64_t
 
 /* ---------------------------------------------------------------- expressions */
 
+/* A value and the interval [lo, hi] that holds every result a correct f32
+ * implementation may produce (lo <= v <= hi; not symmetric: |x| + 1/4 is
+ * known to be >= 1/4 however wide the interval of x). */
 typedef struct iv {
-    double v, e;
+    double v, lo, hi;
 } iv;
 
-static double lo_of(iv a) { return a.v - a.e; }
-static double hi_of(iv a) { return a.v + a.e; }
-/* The interval [lo, hi] around v as (v, radius). */
-static iv around(double v, double lo, double hi)
+static const iv ILL = {NAN, -INFINITY, INFINITY};
+
+static iv make(double v, double lo, double hi)
 {
-    double e = fmax(hi - v, v - lo);
-    if (!(e >= 0)) e = isnan(e) ? INFINITY : 0;
-    return (iv){v, e};
+    if (isnan(v) || isnan(lo) || isnan(hi)) return (iv){v, -INFINITY, INFINITY};
+    return (iv){v, fmin(lo, v), fmax(hi, v)};
 }
-/* Adds an operation's own rounding: rel * |result| + abs_. */
+static double radius(iv a) { return fmax(a.hi - a.v, a.v - a.lo); }
+
+/* Adds an operation's own rounding: rel * (largest |value|) + abs_. */
 static iv widen(iv a, double rel, double abs_)
 {
-    if (!isfinite(a.v)) return (iv){a.v, INFINITY};
-    a.e += rel * (fabs(a.v) + a.e) + abs_;
-    return a;
+    if (!isfinite(a.v)) return (iv){a.v, -INFINITY, INFINITY};
+    const double w = rel * fmax(fabs(a.lo), fabs(a.hi)) + abs_;
+    return (iv){a.v, a.lo - w, a.hi + w};
 }
 static int is_float(double v) { return (double)(float)v == v; }
 /* The rounding of a correctly rounded f32 operation (+, -, *): none when the
  * operands are exact and so is the result in f32 (e.g. 1 + 2 * (x != 4)). */
 static iv rounded(iv a)
 {
-    if (a.e == 0 && is_float(a.v)) return a;
+    if (a.lo == a.hi && is_float(a.v)) return a;
     return widen(a, GR_U, 0);
 }
-static const iv ILL = {NAN, INFINITY};
 
 /* Truth of `a op b` for every pair in the intervals: 1, 0, or -1 (both). */
 static int compare_iv(ps_expr_op op, iv a, iv b)
 {
-    const double alo = lo_of(a), ahi = hi_of(a), blo = lo_of(b), bhi = hi_of(b);
+    const int exact = a.lo == a.hi && b.lo == b.hi;
     switch (op) {
-    case PS_EXPR_LT: return ahi < blo ? 1 : alo >= bhi ? 0 : -1;
-    case PS_EXPR_LE: return ahi <= blo ? 1 : alo > bhi ? 0 : -1;
-    case PS_EXPR_GT: return alo > bhi ? 1 : ahi <= blo ? 0 : -1;
-    case PS_EXPR_GE: return alo >= bhi ? 1 : ahi < blo ? 0 : -1;
-    case PS_EXPR_EQ: return (a.e == 0 && b.e == 0) ? a.v == b.v : (ahi < blo || bhi < alo) ? 0 : -1;
-    case PS_EXPR_NE: return (a.e == 0 && b.e == 0) ? a.v != b.v : (ahi < blo || bhi < alo) ? 1 : -1;
+    case PS_EXPR_LT: return a.hi < b.lo ? 1 : a.lo >= b.hi ? 0 : -1;
+    case PS_EXPR_LE: return a.hi <= b.lo ? 1 : a.lo > b.hi ? 0 : -1;
+    case PS_EXPR_GT: return a.lo > b.hi ? 1 : a.hi <= b.lo ? 0 : -1;
+    case PS_EXPR_GE: return a.lo >= b.hi ? 1 : a.hi < b.lo ? 0 : -1;
+    case PS_EXPR_EQ: return exact ? a.v == b.v : (a.hi < b.lo || b.hi < a.lo) ? 0 : -1;
+    case PS_EXPR_NE: return exact ? a.v != b.v : (a.hi < b.lo || b.hi < a.lo) ? 1 : -1;
     default: return -1;
     }
 }
@@ -185,23 +188,29 @@ static int cmp_exact(ps_expr_op op, double a, double b)
     }
 }
 
-static iv iv_min(iv a, iv b) { return around(fmin(a.v, b.v), fmin(lo_of(a), lo_of(b)), fmin(hi_of(a), hi_of(b))); }
-static iv iv_max(iv a, iv b) { return around(fmax(a.v, b.v), fmax(lo_of(a), lo_of(b)), fmax(hi_of(a), hi_of(b))); }
+static iv iv_min(iv a, iv b) { return make(fmin(a.v, b.v), fmin(a.lo, b.lo), fmin(a.hi, b.hi)); }
+static iv iv_max(iv a, iv b) { return make(fmax(a.v, b.v), fmax(a.lo, b.lo), fmax(a.hi, b.hi)); }
 
 /* Image of a monotone increasing f. */
-static iv mono(double (*f)(double), iv a) { return around(f(a.v), f(lo_of(a)), f(hi_of(a))); }
+static iv mono(double (*f)(double), iv a) { return make(f(a.v), f(a.lo), f(a.hi)); }
 
-/* Evaluates e at one point; in[i] is input i's (v, e). *bad is set for an
- * operator this evaluator does not know. */
+/* Hull of the four corner values of a binary operation. */
+static iv corners(double v, double p, double q, double r, double t)
+{
+    return make(v, fmin(fmin(p, q), fmin(r, t)), fmax(fmax(p, q), fmax(r, t)));
+}
+
+/* Evaluates e at one point; in[i] is input i. *bad is set for an operator
+ * this evaluator does not know. */
 static iv eval_expr(const ps_expr *x, const iv *in, int n_in, int *bad)
 {
     if (!x) {
         *bad = 1;
         return ILL;
     }
-    iv a = {0, 0}, b = {0, 0}, c = {0, 0};
+    iv a = {0, 0, 0}, b = {0, 0, 0}, c = {0, 0, 0};
     switch (x->op) {
-    case PS_EXPR_CONST: return (iv){(double)x->value, 0};
+    case PS_EXPR_CONST: return (iv){(double)x->value, (double)x->value, (double)x->value};
     case PS_EXPR_INPUT:
         if (x->index < 0 || x->index >= n_in) {
             *bad = 1;
@@ -214,30 +223,25 @@ static iv eval_expr(const ps_expr *x, const iv *in, int n_in, int *bad)
     if (x->op >= PS_EXPR_ADD) b = eval_expr(x->arg[1], in, n_in, bad);
     if (x->op >= PS_EXPR_SELECT) c = eval_expr(x->arg[2], in, n_in, bad);
     switch (x->op) {
-    case PS_EXPR_NEG: return (iv){-a.v, a.e};
-    case PS_EXPR_ABS: return (iv){fabs(a.v), a.e};
+    case PS_EXPR_NEG: return (iv){-a.v, -a.hi, -a.lo};
+    case PS_EXPR_ABS:
+        if (a.lo >= 0) return a;
+        if (a.hi <= 0) return (iv){-a.v, -a.hi, -a.lo};
+        return make(fabs(a.v), 0, fmax(-a.lo, a.hi));
     case PS_EXPR_SQRT:
-        if (!(lo_of(a) >= 0)) return a.v >= 0 ? (iv){sqrt(a.v), INFINITY} : ILL;
+        if (!(a.lo >= 0)) return a.v >= 0 ? (iv){sqrt(a.v), -INFINITY, INFINITY} : ILL;
         return widen(mono(sqrt, a), 4 * GR_U, 0);
     case PS_EXPR_EXP: return widen(mono(exp, a), 16 * GR_U, 0);
     case PS_EXPR_LOG:
-        if (!(lo_of(a) > 0)) return a.v > 0 ? (iv){log(a.v), INFINITY} : ILL;
+        if (!(a.lo > 0)) return a.v > 0 ? (iv){log(a.v), -INFINITY, INFINITY} : ILL;
         return widen(mono(log, a), 16 * GR_U, 2 * GR_U);
     case PS_EXPR_FLOOR: return mono(floor, a);
-    case PS_EXPR_ADD: return rounded((iv){a.v + b.v, a.e + b.e});
-    case PS_EXPR_SUB: return rounded((iv){a.v - b.v, a.e + b.e});
-    case PS_EXPR_MUL: return rounded((iv){a.v * b.v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e});
-    case PS_EXPR_DIV: {
-        const double blo = lo_of(b), bhi = hi_of(b);
-        if (!(blo > 0 || bhi < 0)) return b.v != 0 ? (iv){a.v / b.v, INFINITY} : ILL;
-        const double q[4] = {lo_of(a) / blo, lo_of(a) / bhi, hi_of(a) / blo, hi_of(a) / bhi};
-        double lo = q[0], hi = q[0];
-        for (int i = 1; i < 4; i++) {
-            lo = fmin(lo, q[i]);
-            hi = fmax(hi, q[i]);
-        }
-        return widen(around(a.v / b.v, lo, hi), 4 * GR_U, 0);
-    }
+    case PS_EXPR_ADD: return rounded(make(a.v + b.v, a.lo + b.lo, a.hi + b.hi));
+    case PS_EXPR_SUB: return rounded(make(a.v - b.v, a.lo - b.hi, a.hi - b.lo));
+    case PS_EXPR_MUL: return rounded(corners(a.v * b.v, a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi));
+    case PS_EXPR_DIV:
+        if (!(b.lo > 0 || b.hi < 0)) return b.v != 0 ? (iv){a.v / b.v, -INFINITY, INFINITY} : ILL;
+        return widen(corners(a.v / b.v, a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi), 4 * GR_U, 0);
     case PS_EXPR_MIN: return iv_min(a, b);
     case PS_EXPR_MAX: return iv_max(a, b);
     case PS_EXPR_LT:
@@ -248,15 +252,15 @@ static iv eval_expr(const ps_expr *x, const iv *in, int n_in, int *bad)
     case PS_EXPR_NE: {
         const int sure = compare_iv(x->op, a, b);
         const double v = cmp_exact(x->op, a.v, b.v) ? 1.0 : 0.0;
-        return (iv){v, sure < 0 ? 1.0 : 0.0};
+        return sure < 0 ? (iv){v, 0, 1} : (iv){v, v, v};
     }
     case PS_EXPR_SELECT: {
         /* The condition is "c != 0": sure when its interval excludes 0, or
          * is exactly {0}. */
-        const int sure = (lo_of(a) > 0 || hi_of(a) < 0) || (a.v == 0 && a.e == 0);
+        const int sure = a.lo > 0 || a.hi < 0 || (a.lo == 0 && a.hi == 0);
         const iv pick = a.v != 0 ? b : c;
         if (sure) return pick;
-        return around(pick.v, fmin(lo_of(b), lo_of(c)), fmax(hi_of(b), hi_of(c)));
+        return make(pick.v, fmin(b.lo, c.lo), fmax(b.hi, c.hi));
     }
     case PS_EXPR_CLAMP: return iv_min(iv_max(a, b), c);
     default: *bad = 1; return ILL;
@@ -401,9 +405,9 @@ static void eval_stencil(const ps_node *nd, const gr_tensor *in, gr_tensor *t, i
                         t->v[i] = acc;
                         t->e[i] = prop + tol * mag;
                     } else {
-                        const iv r = around(best, lo, hi);
+                        const iv r = make(best, lo, hi);
                         t->v[i] = r.v;
-                        t->e[i] = r.e;
+                        t->e[i] = radius(r);
                     }
                 }
 }
@@ -418,12 +422,12 @@ static void eval_pointwise(const ps_node *nd, const gr_eval *ev, gr_tensor *t, i
                     for (int j = 0; j < nd->n_in; j++) {
                         const gr_tensor *s = &ev->t[nd->in[j]];
                         const int64_t k = at(s, img, y, x, s->c == 1 ? 0 : ch); /* 1 channel: broadcast */
-                        in[j] = (iv){s->v[k], s->e[k]};
+                        in[j] = (iv){s->v[k], s->v[k] - s->e[k], s->v[k] + s->e[k]};
                     }
                     const iv r = eval_expr(nd->expr, in, nd->n_in, bad);
                     const int64_t i = at(t, img, y, x, ch);
                     t->v[i] = r.v;
-                    t->e[i] = isfinite(r.v) ? r.e : INFINITY;
+                    t->e[i] = isfinite(r.v) ? radius(r) : INFINITY;
                 }
 }
 
