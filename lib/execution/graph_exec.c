@@ -1,0 +1,289 @@
+/* Executing a planned stage graph (graph_exec.h): groups in order, the
+ * tiles of a group in parallel, the members of a tile one after another,
+ * each member one row (of one channel) at a time through a row kernel. */
+#include "execution/graph_exec.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+static inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static inline int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Element (c, y, x) of a stored tensor or region is at
+ * base + c * cs + (y - y0) * rs + (x - x0) * ps. */
+typedef struct view {
+    float *base;
+    int64_t cs, rs, ps;
+    int64_t y0, x0;
+    ps_box dom;           /* where the tensor is defined (reads outside use the boundary) */
+} view;
+
+typedef struct thread_bufs {
+    float *area;          /* scratch of the group's members */
+    float *staging;
+    float *temp;          /* rows on their way to a strided (NHWC) destination */
+    float *vrow;          /* bilinear: the vertically interpolated row */
+    float *regs;
+    const float *zeros;
+    const float *src[PS_STENCIL_MAX_TAPS];
+    const float *rowp[PS_STENCIL_MAX_TAPS];
+} thread_bufs;
+
+/* Row y, columns [x0, x0 + n) of channel c, with the boundary applied
+ * outside the domain: a pointer into the tensor when the columns are inside
+ * and contiguous, else a copy in `stage`. */
+static const float *fetch(const view *v, int64_t c, int64_t y, int64_t x0, int64_t n, ps_boundary bd, float *stage,
+                          const float *zeros)
+{
+    const ps_box *d = &v->dom;
+    if (y < d->y0 || y >= d->y0 + d->h) {
+        if (bd == PS_BOUNDARY_ZERO) return zeros;
+        y = clamp64(y, d->y0, d->y0 + d->h - 1);
+    }
+    const float *row = v->base + c * v->cs + (y - v->y0) * v->rs;
+    if (x0 >= d->x0 && x0 + n <= d->x0 + d->w && v->ps == 1) return row + (x0 - v->x0);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t x = x0 + i;
+        if (x < d->x0 || x >= d->x0 + d->w) {
+            if (bd == PS_BOUNDARY_ZERO) {
+                stage[i] = 0.0f;
+                continue;
+            }
+            x = clamp64(x, d->x0, d->x0 + d->w - 1);
+        }
+        stage[i] = row[(x - v->x0) * v->ps];
+    }
+    return stage;
+}
+
+/* Where row y of channel c (columns from x0) is written: the destination
+ * itself when contiguous, else the temporary row, scattered by put_row. */
+static float *dst_row(const view *o, int64_t c, int64_t y, int64_t x0, float *temp)
+{
+    if (o->ps != 1) return temp;
+    return o->base + c * o->cs + (y - o->y0) * o->rs + (x0 - o->x0);
+}
+
+static void put_row(const view *o, int64_t c, int64_t y, int64_t x0, int64_t n, const float *row)
+{
+    if (o->ps == 1) return;
+    float *d = o->base + c * o->cs + (y - o->y0) * o->rs + (x0 - o->x0) * o->ps;
+    for (int64_t i = 0; i < n; i++) d[i * o->ps] = row[i];
+}
+
+static void compute_stage(const ps_graph_plan *pl, int s, const ps_box *B, const view *in, const view *out,
+                          thread_bufs *tb)
+{
+    const ps_pstage *S = &pl->pipe.st[s];
+    const ps_gx_stage *X = &pl->xs[s];
+    const ps_row_kernels *K = pl->k;
+    int64_t y1 = B->y0 + B->h, w = B->w;
+    switch (S->kind) {
+    case PS_NODE_STENCIL: {
+        int64_t len = S->sx * (w - 1) + (X->dx_max - X->dx_min) + 1, xs = S->sx * B->x0 + X->dx_min;
+        for (int64_t c = 0; c < S->c; c++) {
+            const float *wts = S->w + (S->per_channel ? c * S->n_taps : 0);
+            for (int64_t y = B->y0; y < y1; y++) {
+                for (int r = 0; r < X->n_rows; r++)
+                    tb->rowp[r] = fetch(&in[0], c, S->sy * y + X->row_dy[r], xs, len, S->boundary, tb->staging + r * len,
+                                        tb->zeros);
+                for (int t = 0; t < S->n_taps; t++) tb->src[t] = tb->rowp[X->tap_row[t]] + (S->dx[t] - X->dx_min);
+                float *d = dst_row(out, c, y, B->x0, tb->temp);
+                if (S->reduce == PS_REDUCE_SUM) K->sum(d, w, tb->src, wts, S->n_taps, S->sx, 0.0f);
+                else K->maxmin(d, w, tb->src, wts, S->n_taps, S->sx, S->reduce == PS_REDUCE_MAX);
+                put_row(out, c, y, B->x0, w, d);
+            }
+        }
+        return;
+    }
+    case PS_NODE_POINTWISE:
+        for (int64_t c = 0; c < S->c; c++)
+            for (int64_t y = B->y0; y < y1; y++) {
+                for (int j = 0; j < S->n_in; j++)
+                    tb->src[j] = fetch(&in[j], S->bcast[j] ? 0 : c, y, B->x0, w, PS_BOUNDARY_CLAMP, tb->staging + j * w,
+                                       tb->zeros);
+                float *d = dst_row(out, c, y, B->x0, tb->temp);
+                K->vprog(&S->prog, d, tb->src, w, tb->regs);
+                put_row(out, c, y, B->x0, w, d);
+            }
+        return;
+    case PS_NODE_MIX:
+        for (int64_t y = B->y0; y < y1; y++) {
+            for (int64_t ci = 0; ci < S->in_c; ci++)
+                tb->src[ci] = fetch(&in[0], ci, y, B->x0, w, PS_BOUNDARY_CLAMP, tb->staging + ci * w, tb->zeros);
+            for (int64_t k = 0; k < S->c; k++) {
+                float *d = dst_row(out, k, y, B->x0, tb->temp);
+                K->sum(d, w, tb->src, S->mix_w + k * S->in_c, (int)S->in_c, 1, S->mix_bias ? S->mix_bias[k] : 0.0f);
+                put_row(out, k, y, B->x0, w, d);
+            }
+        }
+        return;
+    case PS_NODE_RESAMPLE: {
+        int64_t j0 = floor_div(B->x0, 2), j1 = floor_div(B->x0 + w - 1, 2);
+        int parity = (int)(B->x0 - 2 * j0);
+        for (int64_t c = 0; c < S->c; c++)
+            for (int64_t y = B->y0; y < y1; y++) {
+                float *d = dst_row(out, c, y, B->x0, tb->temp);
+                if (S->resample == PS_RESAMPLE_UP2_NEAREST) {
+                    const float *src = fetch(&in[0], c, floor_div(y, 2), j0, j1 - j0 + 1, S->boundary, tb->staging,
+                                             tb->zeros);
+                    K->up2_nearest(d, w, src, parity);
+                } else if (S->resample == PS_RESAMPLE_UP2_BILINEAR) {
+                    int64_t k = floor_div(y, 2), far = y - 2 * k ? k + 1 : k - 1, len = j1 - j0 + 3;
+                    const float *a = fetch(&in[0], c, k, j0 - 1, len, S->boundary, tb->staging, tb->zeros);
+                    const float *f = fetch(&in[0], c, far, j0 - 1, len, S->boundary, tb->staging + len, tb->zeros);
+                    for (int64_t i = 0; i < len; i++) tb->vrow[i] = 0.75f * a[i] + 0.25f * f[i];
+                    K->up2_bilinear_h(d, w, tb->vrow + 1, parity);
+                } else {
+                    const float *a = fetch(&in[0], c, 2 * y, 2 * B->x0, 2 * w, S->boundary, tb->staging, tb->zeros);
+                    const float *b = fetch(&in[0], c, 2 * y + 1, 2 * B->x0, 2 * w, S->boundary, tb->staging + 2 * w,
+                                           tb->zeros);
+                    K->down2_average(d, w, a, b);
+                }
+                put_row(out, c, y, B->x0, w, d);
+            }
+        return;
+    }
+    default: return;
+    }
+}
+
+/* The stored tensor of stage s for image n: a graph input, the workspace
+ * copy, or (output = 1) the user's output. */
+static view memory_view(const ps_graph_plan *pl, int s, int64_t n, const float *const *inputs, float *const *outputs,
+                        float *ws, int output)
+{
+    const ps_pstage *S = &pl->pipe.st[s];
+    view v = {0};
+    v.dom = S->dom;
+    if (S->kind == PS_NODE_INPUT || output) {
+        const ps_box *r = output ? &S->out_region : &S->dom;
+        float *base = output ? outputs[S->output_index] : (float *)inputs[S->input_index];
+        int64_t plane = r->h * r->w;
+        v.base = base + n * S->c * plane;
+        v.y0 = r->y0;
+        v.x0 = r->x0;
+        if (S->layout == PS_LAYOUT_NCHW) {
+            v.cs = plane;
+            v.rs = r->w;
+            v.ps = 1;
+        } else {
+            v.cs = 1;
+            v.rs = r->w * S->c;
+            v.ps = S->c;
+        }
+        return v;
+    }
+    const ps_box *r = &S->need;
+    int64_t plane = r->h * r->w;
+    v.base = ws + pl->xs[s].ws_off + n * S->c * plane;
+    v.y0 = r->y0;
+    v.x0 = r->x0;
+    v.cs = plane;
+    v.rs = r->w;
+    v.ps = 1;
+    return v;
+}
+
+static view scratch_view(const ps_graph_plan *pl, const ps_gx_member *m, const ps_box *B, float *area)
+{
+    view v;
+    v.base = area + m->scr_off;
+    v.rs = m->scr_rs;
+    v.cs = m->scr_h * m->scr_rs;
+    v.ps = 1;
+    v.y0 = B->y0;
+    v.x0 = B->x0;
+    v.dom = pl->pipe.st[m->stage].dom;
+    return v;
+}
+
+/* Copies the part `r` of a member's scratch region to a destination. */
+static void copy_out(const ps_pstage *S, const view *from, const view *to, const ps_box *r)
+{
+    for (int64_t c = 0; c < S->c; c++)
+        for (int64_t y = r->y0; y < r->y0 + r->h; y++) {
+            const float *src = from->base + c * from->cs + (y - from->y0) * from->rs + (r->x0 - from->x0);
+            float *d = to->base + c * to->cs + (y - to->y0) * to->rs + (r->x0 - to->x0) * to->ps;
+            if (to->ps == 1) memcpy(d, src, (size_t)r->w * sizeof *d);
+            else
+                for (int64_t i = 0; i < r->w; i++) d[i * to->ps] = src[i];
+        }
+}
+
+static void run_tile(const ps_graph_plan *pl, const ps_gx_group *g, int64_t n, int64_t ti, int64_t tj,
+                     const float *const *inputs, float *const *outputs, float *ws, thread_bufs *tb, ps_box *boxes)
+{
+    int64_t cell = (ti - g->ti0) * g->gx + (tj - g->tj0);
+    int b = g->btile[cell];
+    for (int k = 0; k < g->n; k++)
+        boxes[k] = b < 0 ? ps_region_at(&g->mem[k].form, ti, tj) : g->bbox[(size_t)b * g->n + k];
+    view in[PS_POINTWISE_MAX_INPUTS];
+    for (int k = 0; k < g->n; k++) {
+        const ps_gx_member *m = &g->mem[k];
+        const ps_box *B = &boxes[k];
+        if (ps_box_empty(B)) continue;
+        const ps_pstage *S = &pl->pipe.st[m->stage];
+        for (int j = 0; j < S->n_in; j++) {
+            int mk = m->in_member[j];
+            in[j] = mk >= 0 ? scratch_view(pl, &g->mem[mk], &boxes[mk], tb->area)
+                            : memory_view(pl, S->in[j], n, inputs, outputs, ws, 0);
+        }
+        view out;
+        int to_output = S->output_index >= 0, to_ws = pl->xs[m->stage].ws_off != SIZE_MAX;
+        if (m->direct) out = memory_view(pl, m->stage, n, inputs, outputs, ws, to_output);
+        else out = scratch_view(pl, m, B, tb->area);
+        compute_stage(pl, m->stage, B, in, &out, tb);
+        if (!m->live_out || m->direct) continue;
+        ps_box own = {m->own_h * ti, m->own_w * tj, m->own_h, m->own_w};
+        if (to_ws) {
+            ps_box r = ps_box_intersect(&own, &S->need);
+            view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 0);
+            if (!ps_box_empty(&r)) copy_out(S, &out, &to, &r);
+        }
+        if (to_output) {
+            ps_box r = ps_box_intersect(&own, &S->out_region);
+            view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 1);
+            if (!ps_box_empty(&r)) copy_out(S, &out, &to, &r);
+        }
+    }
+}
+
+static size_t round16(size_t v) { return (v + 15) & ~(size_t)15; }
+
+void ps_graph_run(const ps_graph_plan *pl, const float *const *inputs, float *const *outputs, float *workspace)
+{
+    float *threads_area = workspace + round16(pl->ws_tensor_floats);
+#pragma omp parallel num_threads(pl->nthreads)
+    {
+        /* The thread's area: member scratch, staging rows, temporary rows,
+         * expression registers, a row of zeros, the tile's boxes. */
+        float *area = threads_area + (size_t)omp_get_thread_num() * pl->thread_floats;
+        size_t off = pl->thread_floats - pl->staging_floats - 2 * pl->temp_floats - pl->regs_floats - pl->zero_floats -
+                     pl->boxes_floats;
+        thread_bufs tb;
+        tb.area = area;
+        tb.staging = area + off;
+        off += pl->staging_floats;
+        tb.temp = area + off;
+        off += pl->temp_floats;
+        tb.vrow = area + off;
+        off += pl->temp_floats;
+        tb.regs = area + off;
+        off += pl->regs_floats;
+        memset(area + off, 0, pl->zero_floats * sizeof(float));
+        tb.zeros = area + off;
+        off += pl->zero_floats;
+        ps_box *boxes = (ps_box *)(void *)(area + off);
+        for (int gi = 0; gi < pl->n_groups; gi++) {
+            const ps_gx_group *g = &pl->groups[gi];
+            int64_t per_image = g->gy * g->gx, total = per_image * g->images;
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t id = 0; id < total; id++) {
+                int64_t n = id / per_image, r = id % per_image;
+                run_tile(pl, g, n, g->ti0 + r / g->gx, g->tj0 + r % g->gx, inputs, outputs, workspace, &tb, boxes);
+            }
+        }
+    }
+}

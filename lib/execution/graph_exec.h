@@ -1,0 +1,82 @@
+/* Internal: a planned stage graph (ps_graph_plan) and its executor.
+ *
+ * The plan is plain data fixed by ps_graph_plan_create: the stage list, the
+ * groups in execution order, each group's tile grid and its members' regions
+ * (affine in the tile indices for interior tiles, a table for the few
+ * boundary tiles), the scratch layout of a thread, and where every tensor
+ * that crosses a group boundary lives in the workspace. Execution walks the
+ * tiles of each group in parallel and calls row kernels; it never calls isl
+ * and allocates nothing but the workspace when the caller passes none. */
+#ifndef PS_GRAPH_EXEC_H
+#define PS_GRAPH_EXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fusion/fusion.h"
+#include "kernels/kernels.h"
+#include "polysci/graph.h"
+#include "tiling/tiling.h"
+
+typedef struct ps_gx_member {
+    int stage;
+    int live_out;          /* stored for use outside the group */
+    int inner_cons;        /* read by another member */
+    int direct;            /* computed straight into its only destination */
+    int64_t own_h, own_w;  /* its share of a tile, in its own pixels */
+    ps_region_form form;   /* its region in an interior tile */
+    int64_t max_w;         /* widest region over all tiles */
+    int in_member[PS_POINTWISE_MAX_INPUTS]; /* member computing input j, -1: read from memory */
+    size_t scr_off;        /* floats from the thread area's start */
+    int64_t scr_h, scr_rs; /* rows per channel and row stride of its scratch */
+} ps_gx_member;
+
+typedef struct ps_gx_group {
+    int n;
+    ps_gx_member *mem;
+    int64_t ty, tx;        /* reference tile */
+    int64_t ti0, tj0, gy, gx; /* tile grid: indices ti0 .. ti0 + gy - 1, tj0 .. tj0 + gx - 1 */
+    int64_t images;
+    int *btile;            /* gy x gx: -1 interior tile, else row of bbox */
+    int n_btiles;
+    ps_box *bbox;          /* n_btiles x n regions of boundary tiles */
+    size_t scratch_floats; /* per thread */
+    ps_group_eval ev;
+    char *tree;            /* isl schedule tree (YAML), for describe */
+    double computed_pts, needed_pts;
+} ps_gx_group;
+
+/* Per-stage executor facts. */
+typedef struct ps_gx_stage {
+    int group;
+    size_t ws_off;         /* workspace tensor offset in floats; SIZE_MAX: none */
+    /* stencil rows: the distinct dy of the taps, and each tap's row */
+    int n_rows;
+    int *row_dy;
+    int *tap_row;
+    int dx_min, dx_max;
+} ps_gx_stage;
+
+struct ps_graph_plan {
+    ps_context *ctx;
+    int nthreads;
+    ps_graph_options opts;
+    ps_pipeline pipe;
+    ps_gx_stage *xs;       /* pipe.n */
+    int n_groups;
+    ps_gx_group *groups;
+    const ps_row_kernels *k;
+    size_t ws_tensor_floats;  /* tensors between groups */
+    size_t thread_floats;     /* per thread: scratch, staging, temporaries */
+    size_t staging_floats, temp_floats, regs_floats, zero_floats, boxes_floats;
+    int max_members;
+    size_t workspace_bytes;
+    double plan_ms, fuse_ms;
+    long dp_states, cost_evaluations;
+};
+
+/* Runs the plan (arguments already checked). workspace: workspace_bytes,
+ * 64-byte aligned. */
+void ps_graph_run(const ps_graph_plan *plan, const float *const *inputs, float *const *outputs, float *workspace);
+
+#endif

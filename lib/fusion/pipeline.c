@@ -1,0 +1,393 @@
+/* The planner's stage list: copy, dead-stage removal, pointwise inlining,
+ * needed regions (pipeline.h). */
+#include "fusion/pipeline.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* Inlining stops where an expression would grow past this many nodes: the
+ * lowered program's registers must stay in L1 (kernels.h, PS_VCHUNK). */
+#define PS_INLINE_MAX_NODES 256
+
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+ps_box ps_box_intersect(const ps_box *a, const ps_box *b)
+{
+    int64_t y0 = a->y0 > b->y0 ? a->y0 : b->y0, x0 = a->x0 > b->x0 ? a->x0 : b->x0;
+    int64_t y1 = a->y0 + a->h < b->y0 + b->h ? a->y0 + a->h : b->y0 + b->h;
+    int64_t x1 = a->x0 + a->w < b->x0 + b->w ? a->x0 + a->w : b->x0 + b->w;
+    ps_box r = {y0, x0, y1 - y0, x1 - x0};
+    if (r.h < 0) r.h = 0;
+    if (r.w < 0) r.w = 0;
+    return r;
+}
+
+ps_box ps_box_hull(const ps_box *a, const ps_box *b)
+{
+    if (ps_box_empty(a)) return *b;
+    if (ps_box_empty(b)) return *a;
+    int64_t y0 = a->y0 < b->y0 ? a->y0 : b->y0, x0 = a->x0 < b->x0 ? a->x0 : b->x0;
+    int64_t y1 = a->y0 + a->h > b->y0 + b->h ? a->y0 + a->h : b->y0 + b->h;
+    int64_t x1 = a->x0 + a->w > b->x0 + b->w ? a->x0 + a->w : b->x0 + b->w;
+    return (ps_box){y0, x0, y1 - y0, x1 - x0};
+}
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+ps_box ps_box_clamp(const ps_box *b, const ps_box *dom)
+{
+    if (ps_box_empty(b)) return *b;
+    int64_t y0 = clamp64(b->y0, dom->y0, dom->y0 + dom->h - 1), y1 = clamp64(b->y0 + b->h - 1, dom->y0, dom->y0 + dom->h - 1);
+    int64_t x0 = clamp64(b->x0, dom->x0, dom->x0 + dom->w - 1), x1 = clamp64(b->x0 + b->w - 1, dom->x0, dom->x0 + dom->w - 1);
+    return (ps_box){y0, x0, y1 - y0 + 1, x1 - x0 + 1};
+}
+
+ps_box ps_read_box(const ps_pipeline *p, int s, int j, const ps_box *b)
+{
+    (void)j;
+    const ps_pstage *st = &p->st[s];
+    if (ps_box_empty(b)) return *b;
+    int64_t y1 = b->y0 + b->h - 1, x1 = b->x0 + b->w - 1;
+    switch (st->kind) {
+    case PS_NODE_STENCIL: {
+        int dy0 = st->dy[0], dy1 = st->dy[0], dx0 = st->dx[0], dx1 = st->dx[0];
+        for (int t = 1; t < st->n_taps; t++) {
+            if (st->dy[t] < dy0) dy0 = st->dy[t];
+            if (st->dy[t] > dy1) dy1 = st->dy[t];
+            if (st->dx[t] < dx0) dx0 = st->dx[t];
+            if (st->dx[t] > dx1) dx1 = st->dx[t];
+        }
+        int64_t ry0 = st->sy * b->y0 + dy0, ry1 = st->sy * y1 + dy1;
+        int64_t rx0 = st->sx * b->x0 + dx0, rx1 = st->sx * x1 + dx1;
+        return (ps_box){ry0, rx0, ry1 - ry0 + 1, rx1 - rx0 + 1};
+    }
+    case PS_NODE_RESAMPLE:
+        switch (st->resample) {
+        case PS_RESAMPLE_UP2_NEAREST: {
+            int64_t ry0 = floor_div(b->y0, 2), rx0 = floor_div(b->x0, 2);
+            return (ps_box){ry0, rx0, floor_div(y1, 2) - ry0 + 1, floor_div(x1, 2) - rx0 + 1};
+        }
+        case PS_RESAMPLE_UP2_BILINEAR: {
+            int64_t ry0 = floor_div(b->y0 - 1, 2), rx0 = floor_div(b->x0 - 1, 2);
+            return (ps_box){ry0, rx0, floor_div(y1 + 1, 2) - ry0 + 1, floor_div(x1 + 1, 2) - rx0 + 1};
+        }
+        case PS_RESAMPLE_DOWN2_AVERAGE:
+            return (ps_box){2 * b->y0, 2 * b->x0, 2 * b->h, 2 * b->w};
+        }
+        return *b;
+    default:
+        return *b;
+    }
+}
+
+ps_box ps_input_region(const ps_pipeline *p, int s, int j, const ps_box *box)
+{
+    const ps_pstage *st = &p->st[s];
+    ps_box r = ps_read_box(p, s, j, box);
+    const ps_box *dom = &p->st[st->in[j]].dom;
+    if (st->boundary == PS_BOUNDARY_ZERO && (st->kind == PS_NODE_STENCIL || st->kind == PS_NODE_RESAMPLE))
+        return ps_box_intersect(&r, dom);
+    return ps_box_clamp(&r, dom);
+}
+
+double ps_stage_flops(const ps_pstage *s)
+{
+    switch (s->kind) {
+    case PS_NODE_STENCIL: return 2.0 * s->n_taps;
+    case PS_NODE_POINTWISE: return s->expr ? (double)ps_expr_size(s->expr) : 1.0;
+    case PS_NODE_MIX: return 2.0 * (double)s->in_c;
+    case PS_NODE_RESAMPLE: return 4.0;
+    default: return 0.0;
+    }
+}
+
+static void stage_release(ps_pstage *s)
+{
+    free(s->cons);
+    free(s->dy);
+    free(s->dx);
+    free(s->w);
+    free(s->mix_w);
+    free(s->mix_bias);
+    ps_expr_free(s->expr);
+    free(s->prog.ops);
+    memset(s, 0, sizeof *s);
+}
+
+void ps_pipeline_release(ps_pipeline *p)
+{
+    if (!p) return;
+    for (int i = 0; i < p->n; i++) stage_release(&p->st[i]);
+    free(p->st);
+    free(p->input_stage);
+    free(p->output_stage);
+    memset(p, 0, sizeof *p);
+}
+
+static ps_status copy_node(const ps_graph *g, int t, ps_pstage *s)
+{
+    const ps_node *nd = &g->nodes[t];
+    memset(s, 0, sizeof *s);
+    s->kind = nd->kind;
+    memcpy(s->name, nd->name, sizeof s->name);
+    s->n = nd->n;
+    s->c = nd->c;
+    s->dom = nd->dom;
+    s->n_in = nd->n_in;
+    for (int j = 0; j < nd->n_in; j++) {
+        s->in[j] = nd->in[j];
+        s->bcast[j] = g->nodes[nd->in[j]].c == 1 && nd->c > 1;
+    }
+    s->boundary = nd->boundary;
+    s->input_index = -1;
+    s->output_index = nd->output_index;
+    s->layout = nd->layout;
+    s->out_region = nd->out_region;
+    s->graph_tensor = t;
+    switch (nd->kind) {
+    case PS_NODE_STENCIL: {
+        s->reduce = nd->reduce;
+        s->sy = nd->sy;
+        s->sx = nd->sx;
+        s->n_taps = nd->n_taps;
+        s->per_channel = nd->per_channel;
+        size_t nt = (size_t)nd->n_taps, nch = nd->per_channel ? (size_t)nd->c : 1;
+        s->dy = malloc(nt * sizeof *s->dy);
+        s->dx = malloc(nt * sizeof *s->dx);
+        s->w = malloc(nt * nch * sizeof *s->w);
+        if (!s->dy || !s->dx || !s->w) return PS_ERR_OUT_OF_MEMORY;
+        memcpy(s->dy, nd->dy, nt * sizeof *s->dy);
+        memcpy(s->dx, nd->dx, nt * sizeof *s->dx);
+        /* [t * C + c] (the API's order) -> [c * n_taps + t]: one channel's
+         * taps contiguous, as a row kernel call takes them. */
+        for (size_t ch = 0; ch < nch; ch++)
+            for (size_t tp = 0; tp < nt; tp++) s->w[ch * nt + tp] = nd->w[tp * nch + ch];
+        break;
+    }
+    case PS_NODE_MIX: {
+        s->in_c = g->nodes[nd->in[0]].c;
+        size_t nw = (size_t)nd->c * (size_t)s->in_c;
+        s->mix_w = malloc(nw * sizeof *s->mix_w);
+        if (!s->mix_w) return PS_ERR_OUT_OF_MEMORY;
+        memcpy(s->mix_w, nd->mix_w, nw * sizeof *s->mix_w);
+        if (nd->mix_bias) {
+            s->mix_bias = malloc((size_t)nd->c * sizeof *s->mix_bias);
+            if (!s->mix_bias) return PS_ERR_OUT_OF_MEMORY;
+            memcpy(s->mix_bias, nd->mix_bias, (size_t)nd->c * sizeof *s->mix_bias);
+        }
+        break;
+    }
+    case PS_NODE_RESAMPLE: s->resample = nd->resample; break;
+    case PS_NODE_POINTWISE:
+        s->expr = ps_expr_copy(nd->expr);
+        if (!s->expr) return PS_ERR_OUT_OF_MEMORY;
+        break;
+    default: break;
+    }
+    return PS_SUCCESS;
+}
+
+/* Inlines pointwise stage pw into pointwise consumer q: q reads pw's inputs
+ * instead of pw. Returns 0 (q unchanged) when the merged stage would read
+ * too many inputs or grow too large. */
+static int inline_into(ps_pstage *st, int pw, int q, ps_status *err)
+{
+    ps_pstage *P = &st[pw], *Q = &st[q];
+    int in[PS_POINTWISE_MAX_INPUTS], bc[PS_POINTWISE_MAX_INPUTS], n = 0;
+    int qmap[PS_POINTWISE_MAX_INPUTS], pmap[PS_POINTWISE_MAX_INPUTS];
+    for (int j = 0; j < Q->n_in; j++) {
+        if (Q->in[j] == pw) {
+            qmap[j] = -1;
+            continue;
+        }
+        int k = 0;
+        while (k < n && in[k] != Q->in[j]) k++;
+        if (k == n) {
+            in[n] = Q->in[j];
+            bc[n++] = Q->bcast[j];
+        }
+        qmap[j] = k;
+    }
+    for (int j = 0; j < P->n_in; j++) {
+        int k = 0;
+        while (k < n && in[k] != P->in[j]) k++;
+        if (k == n) {
+            if (n == PS_POINTWISE_MAX_INPUTS) return 0;
+            in[n] = P->in[j];
+            bc[n++] = st[P->in[j]].c == 1 && Q->c > 1;
+        }
+        pmap[j] = k;
+    }
+    ps_expr *pe = ps_expr_substitute(P->expr, pmap, NULL);
+    if (!pe) {
+        *err = PS_ERR_OUT_OF_MEMORY;
+        return 0;
+    }
+    ps_expr *repl[PS_POINTWISE_MAX_INPUTS] = {0};
+    for (int j = 0; j < Q->n_in; j++)
+        if (qmap[j] < 0) repl[j] = pe;
+    for (int j = 0; j < Q->n_in; j++)
+        if (qmap[j] < 0) qmap[j] = 0; /* unused: replaced */
+    ps_expr *qe = ps_expr_substitute(Q->expr, qmap, repl);
+    ps_expr_free(pe);
+    if (!qe) {
+        *err = PS_ERR_OUT_OF_MEMORY;
+        return 0;
+    }
+    if (ps_expr_size(qe) > PS_INLINE_MAX_NODES) {
+        ps_expr_free(qe);
+        return 0;
+    }
+    ps_expr_free(Q->expr);
+    Q->expr = qe;
+    Q->n_in = n;
+    memcpy(Q->in, in, (size_t)n * sizeof *in);
+    memcpy(Q->bcast, bc, (size_t)n * sizeof *bc);
+    size_t len = strlen(Q->inlined);
+    snprintf(Q->inlined + len, sizeof Q->inlined - len, "%s%s%s%s", len ? "," : "", P->name, P->inlined[0] ? "," : "",
+             P->inlined);
+    Q->n_inlined += 1 + P->n_inlined;
+    return 1;
+}
+
+static int reads(const ps_pstage *s, int p)
+{
+    for (int j = 0; j < s->n_in; j++)
+        if (s->in[j] == p) return 1;
+    return 0;
+}
+
+ps_status ps_pipeline_build(const ps_graph *g, int inline_pointwise, ps_pipeline *out)
+{
+    memset(out, 0, sizeof *out);
+    int n = g->n > 0 ? g->n : 0;
+    ps_pstage *st = calloc((size_t)n + 1, sizeof *st);
+    char *live = calloc((size_t)n + 1, 1);
+    int *remap = malloc(((size_t)n + 1) * sizeof *remap);
+    ps_status rc = PS_SUCCESS;
+    if (!st || !live || !remap) {
+        rc = PS_ERR_OUT_OF_MEMORY;
+        goto fail;
+    }
+    for (int t = 0; t < n && !rc; t++) rc = copy_node(g, t, &st[t]);
+    if (rc) goto fail;
+    for (int i = 0; i < g->n_inputs; i++) st[g->inputs[i]].input_index = i;
+
+    /* Live: graph inputs, outputs and whatever an output reads. */
+    for (int t = n - 1; t >= 0; t--) {
+        if (st[t].output_index >= 0 || st[t].kind == PS_NODE_INPUT) live[t] = 1;
+        if (live[t] && st[t].kind != PS_NODE_INPUT)
+            for (int j = 0; j < st[t].n_in; j++) live[st[t].in[j]] = 1;
+    }
+    if (inline_pointwise) {
+        for (int t = 0; t < n; t++) {
+            ps_pstage *P = &st[t];
+            if (!live[t] || P->kind != PS_NODE_POINTWISE || P->output_index >= 0) continue;
+            int ok = 1, any = 0;
+            for (int q = t + 1; q < n && ok; q++)
+                if (live[q] && reads(&st[q], t)) {
+                    any = 1;
+                    ok = st[q].kind == PS_NODE_POINTWISE;
+                }
+            if (!ok || !any) continue;
+            /* A consumer inlining fails for keeps reading P, which then
+             * stays a stage: still correct, P's value just computed twice. */
+            int done = 1;
+            for (int q = t + 1; q < n; q++) {
+                if (!live[q] || !reads(&st[q], t)) continue;
+                int ok2 = inline_into(st, t, q, &rc);
+                if (rc) goto fail;
+                done &= ok2;
+            }
+            if (done) live[t] = 0;
+        }
+        /* Stages only an inlined stage read may be dead now. */
+        for (int t = 0; t < n; t++) live[t] = 0;
+        for (int t = n - 1; t >= 0; t--) {
+            if (st[t].output_index >= 0 || st[t].kind == PS_NODE_INPUT) live[t] = 1;
+            if (live[t] && st[t].kind != PS_NODE_INPUT)
+                for (int j = 0; j < st[t].n_in; j++) live[st[t].in[j]] = 1;
+        }
+    }
+
+    /* Compact to the live stages (creation order is topological). */
+    int m = 0;
+    for (int t = 0; t < n; t++) remap[t] = live[t] ? m++ : -1;
+    for (int t = 0; t < n; t++) {
+        if (!live[t]) {
+            stage_release(&st[t]);
+            continue;
+        }
+        ps_pstage *s = &st[remap[t]];
+        if (remap[t] != t) {
+            *s = st[t];
+            memset(&st[t], 0, sizeof st[t]);
+        }
+        for (int j = 0; j < s->n_in; j++) s->in[j] = remap[s->in[j]];
+    }
+    out->st = st;
+    out->n = m;
+    st = NULL;
+    out->n_inputs = g->n_inputs;
+    out->n_outputs = g->n_outputs;
+    out->input_stage = malloc((size_t)(g->n_inputs ? g->n_inputs : 1) * sizeof *out->input_stage);
+    out->output_stage = malloc((size_t)(g->n_outputs ? g->n_outputs : 1) * sizeof *out->output_stage);
+    if (!out->input_stage || !out->output_stage) {
+        rc = PS_ERR_OUT_OF_MEMORY;
+        goto fail;
+    }
+    for (int i = 0; i < g->n_inputs; i++) out->input_stage[i] = remap[g->inputs[i]];
+    for (int i = 0; i < g->n_outputs; i++) out->output_stage[i] = remap[g->outputs[i]];
+
+    /* Consumers. */
+    for (int s = 0; s < m && !rc; s++) {
+        ps_pstage *S = &out->st[s];
+        for (int j = 0; j < S->n_in; j++) {
+            ps_pstage *P = &out->st[S->in[j]];
+            int dup = 0;
+            for (int k = 0; k < P->n_cons; k++) dup |= P->cons[k] == s;
+            if (dup) continue;
+            int *c = realloc(P->cons, (size_t)(P->n_cons + 1) * sizeof *c);
+            if (!c) {
+                rc = PS_ERR_OUT_OF_MEMORY;
+                break;
+            }
+            P->cons = c;
+            P->cons[P->n_cons++] = s;
+        }
+    }
+    if (rc) goto fail;
+
+    /* Needed regions, from the outputs back. */
+    for (int s = m - 1; s >= 0; s--) {
+        ps_pstage *S = &out->st[s];
+        ps_box need = {0, 0, 0, 0};
+        if (S->output_index >= 0) need = S->out_region;
+        for (int k = 0; k < S->n_cons; k++) {
+            int q = S->cons[k];
+            const ps_pstage *Q = &out->st[q];
+            for (int j = 0; j < Q->n_in; j++) {
+                if (Q->in[j] != s) continue;
+                ps_box r = ps_input_region(out, q, j, &Q->need);
+                need = ps_box_hull(&need, &r);
+            }
+        }
+        S->need = ps_box_intersect(&need, &S->dom);
+    }
+    free(live);
+    free(remap);
+    return PS_SUCCESS;
+
+fail:
+    if (st) {
+        for (int t = 0; t < n; t++) stage_release(&st[t]);
+        free(st);
+    }
+    ps_pipeline_release(out);
+    free(live);
+    free(remap);
+    return ps_error(rc ? rc : PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory building the stage list");
+}

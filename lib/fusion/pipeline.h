@@ -1,0 +1,86 @@
+/* Internal: the planner's view of a stage graph.
+ *
+ * ps_pipeline_build copies a validated ps_graph into a list of stages in
+ * topological order, drops stages no output needs, inlines pointwise stages
+ * into pointwise consumers (PolyMage's expression inlining, seed 002 Alg. 3,
+ * restricted to consumers that read each point once: a stencil consumer
+ * would recompute the producer once per tap), and computes each stage's
+ * needed region: the part of its domain that outputs and consumers read.
+ * Grouping (fusion), tiling and execution all work on this list. */
+#ifndef PS_FUSION_PIPELINE_H
+#define PS_FUSION_PIPELINE_H
+
+#include <stdint.h>
+
+#include "graph/graph_impl.h"
+#include "kernels/kernels.h"
+
+typedef struct ps_pstage {
+    ps_node_kind kind;
+    char name[PS_GRAPH_NAME_MAX + 1];
+    int64_t n, c;
+    ps_box dom;              /* where the tensor is defined */
+    ps_box need;             /* the part any output or consumer reads (inside dom) */
+    int n_in;
+    int in[PS_POINTWISE_MAX_INPUTS];   /* producer stages (indices into the pipeline) */
+    int bcast[PS_POINTWISE_MAX_INPUTS];/* input j has one channel, broadcast over c */
+    int n_cons;
+    int *cons;               /* consumer stages */
+    ps_boundary boundary;
+    /* stencil */
+    ps_reduce reduce;
+    int sy, sx, n_taps;
+    int *dy, *dx;
+    float *w;                /* weights per channel: w[ch * n_taps + t] (c == 1 row when shared) */
+    int per_channel;
+    /* channel mix */
+    int64_t in_c;
+    float *mix_w;            /* c x in_c */
+    float *mix_bias;         /* c, or NULL */
+    /* resample */
+    ps_resample resample;
+    /* pointwise */
+    ps_expr *expr;
+    ps_vprog prog;
+    int n_inlined;           /* pointwise stages merged into this one */
+    char inlined[192];       /* their names, for describe */
+    /* graph inputs and outputs */
+    int input_index, output_index;
+    ps_act_layout layout;
+    ps_box out_region;
+    int graph_tensor;        /* the tensor of the user's graph */
+} ps_pstage;
+
+typedef struct ps_pipeline {
+    int n;
+    ps_pstage *st;
+    int n_inputs, n_outputs;
+    int *input_stage;        /* stage of graph input i */
+    int *output_stage;       /* stage of graph output i */
+} ps_pipeline;
+
+/* Builds the pipeline of g (validated by the builder). inline_pointwise: 0
+ * keeps every stage. On error *out is zeroed and nothing is leaked. */
+ps_status ps_pipeline_build(const ps_graph *g, int inline_pointwise, ps_pipeline *out);
+void ps_pipeline_release(ps_pipeline *p);
+
+/* The rows and columns of input j that stage s reads to compute `box`
+ * (before any boundary handling: the box may reach outside the input's
+ * domain). */
+ps_box ps_read_box(const ps_pipeline *p, int s, int j, const ps_box *box);
+
+/* `b` clamped into `dom`: each edge moved to the nearest row/column inside,
+ * so a non-empty box stays non-empty (the pixels clamped reads touch). */
+ps_box ps_box_clamp(const ps_box *b, const ps_box *dom);
+ps_box ps_box_intersect(const ps_box *a, const ps_box *b);
+ps_box ps_box_hull(const ps_box *a, const ps_box *b);
+static inline int ps_box_empty(const ps_box *b) { return b->h <= 0 || b->w <= 0; }
+
+/* The region of input j that stage s needs for `box`: the read box clamped
+ * into the input's domain (CLAMP, VALID) or cut to it (ZERO). */
+ps_box ps_input_region(const ps_pipeline *p, int s, int j, const ps_box *box);
+
+/* Floating-point operations one output point of stage s costs (per channel). */
+double ps_stage_flops(const ps_pstage *s);
+
+#endif

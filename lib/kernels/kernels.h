@@ -1,0 +1,86 @@
+/* Internal: row kernels of the stage-graph executor.
+ *
+ * Execution computes every stage of a tile one output row (of one channel)
+ * at a time, in contiguous float rows held in L1/L2; these are the only
+ * loops that touch elements. One source (rows_isa.c) is compiled once per
+ * instruction set (AVX-512, AVX2 + FMA, baseline x86-64) and the planner
+ * picks the table the machine model's vector width calls for, so nothing is
+ * decided per element and the library still runs on machines without
+ * AVX-512.
+ *
+ * Arithmetic: taps are accumulated in the order given, each as a fused
+ * multiply-add where the instruction set has one (-ffp-contract=fast); no
+ * reassociation, so every tiling of the same stage gives bit-identical rows. */
+#ifndef PS_KERNELS_H
+#define PS_KERNELS_H
+
+#include <stdint.h>
+
+#include "polysci/expr.h"
+
+/* Floats per pointwise chunk: the registers of an expression program
+ * (ps_vprog) hold this many values each, so a program of R registers
+ * keeps R KiB in L1. */
+#define PS_VCHUNK 256
+
+/* One operation of a lowered pointwise expression. Operands are registers
+ * (>= 0), the expression's inputs (PS_VOP_INPUT(i)) or constants
+ * (PS_VOP_CONST, value in k[]). dst is a register, or PS_VOP_OUT for the
+ * stage's output row. */
+#define PS_VOP_CONST (-1)
+#define PS_VOP_OUT (-2)
+#define PS_VOP_INPUT(i) (-16 - (i))
+#define PS_VOP_IS_INPUT(a) ((a) <= -16)
+#define PS_VOP_INPUT_INDEX(a) (-16 - (a))
+
+typedef struct ps_vop {
+    ps_expr_op op;
+    int dst;
+    int a[3];
+    float k[3];
+} ps_vop;
+
+typedef struct ps_vprog {
+    int n_ops;
+    int n_regs;
+    ps_vop *ops;
+} ps_vprog;
+
+typedef struct ps_row_kernels {
+    const char *isa;
+    int vector_floats;  /* floats per vector register */
+    /* out[i] = init + sum_t w[t] * src[t][i * step], i < n */
+    void (*sum)(float *restrict out, int64_t n, const float *const *src, const float *w, int n_taps, int step,
+                float init);
+    /* out[i] = max (or min) over t of w[t] * src[t][i * step] */
+    void (*maxmin)(float *restrict out, int64_t n, const float *const *src, const float *w, int n_taps, int step,
+                   int is_max);
+    /* Runs prog over n points: in[j] is input j's row, out the output row;
+     * regs: prog->n_regs buffers of PS_VCHUNK floats. */
+    void (*vprog)(const ps_vprog *prog, float *restrict out, const float *const *in, int64_t n, float *regs);
+    /* out[i] = src[(first + i) >> 1] - src[first >> 1] indexing: out[i] = src[((parity + i) >> 1)], i < n */
+    void (*up2_nearest)(float *restrict out, int64_t n, const float *src, int parity);
+    /* Horizontal half of bilinear x2: for output columns 2j (parity 0) the
+     * value 0.75 v[j] + 0.25 v[j - 1], for 2j + 1 0.75 v[j] + 0.25 v[j + 1];
+     * out[i] is column first + i where first = 2 j0 + parity and v points at
+     * v[j0] (v[j0 - 1] and v[j0 + n/2 + 1] are readable). */
+    void (*up2_bilinear_h)(float *restrict out, int64_t n, const float *v, int parity);
+    /* out[i] = 0.25 * ((a[2i] + a[2i+1]) + (b[2i] + b[2i+1])) */
+    void (*down2_average)(float *restrict out, int64_t n, const float *a, const float *b);
+} ps_row_kernels;
+
+extern const ps_row_kernels ps_row_kernels_avx512;
+extern const ps_row_kernels ps_row_kernels_avx2;
+extern const ps_row_kernels ps_row_kernels_generic;
+
+/* __give prog->ops: e lowered to a register program (common subexpressions
+ * merged, registers reused after their last read). */
+#include "polysci/status.h"
+ps_status ps_vprog_lower(const ps_expr *e, ps_vprog *prog);
+
+/* The table for a machine with `simd_f32_lanes` lanes per vector (16:
+ * AVX-512, 8: AVX2 + FMA), provided the running CPU has that instruction
+ * set; else the baseline. */
+const ps_row_kernels *ps_row_kernels_for(int simd_f32_lanes);
+
+#endif

@@ -1,0 +1,382 @@
+/* Row kernels of the stage-graph executor (kernels.h), compiled once per
+ * instruction set: PS_KERNEL_TABLE names the table this build defines, and
+ * the compiler flags (lib/CMakeLists.txt) choose the vector instructions.
+ * GCC vector types of 16 floats become one zmm register with AVX-512, two
+ * ymm with AVX2 and four xmm on baseline x86-64; the rest are plain loops
+ * the compiler vectorizes. */
+#include "kernels/kernels.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef PS_KERNEL_TABLE
+#error "PS_KERNEL_TABLE must name the kernel table this build defines"
+#endif
+
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4), may_alias));
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+static inline v16 ld(const float *p) { return *(const v16u *)p; }
+static inline void st(float *p, v16 v) { *(v16u *)p = v; }
+static inline v16 splat(float x) { return (v16){0} + x; }
+
+static const v16i even_idx = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+static const v16i odd_idx = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
+static const v16i lo_interleave = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23};
+static const v16i hi_interleave = {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+
+/* Elements 0, 2, 4, ... of the 32 floats at p. */
+static inline v16 ld_even(const float *p) { return __builtin_shuffle(ld(p), ld(p + 16), even_idx); }
+
+/* ---------------------------------------------------------------- sum */
+
+static void sum_rows(float *restrict out, int64_t n, const float *const *src, const float *w, int n_taps, int step,
+                     float init)
+{
+    int64_t i = 0;
+    if (step == 1) {
+        /* Four vectors per pass: each weight is broadcast once for 64
+         * outputs, and four independent FMA chains hide the latency. */
+        for (; i + 64 <= n; i += 64) {
+            v16 a0 = splat(init), a1 = a0, a2 = a0, a3 = a0;
+            for (int t = 0; t < n_taps; t++) {
+                const float *s = src[t] + i;
+                v16 wt = splat(w[t]);
+                a0 += wt * ld(s);
+                a1 += wt * ld(s + 16);
+                a2 += wt * ld(s + 32);
+                a3 += wt * ld(s + 48);
+            }
+            st(out + i, a0);
+            st(out + i + 16, a1);
+            st(out + i + 32, a2);
+            st(out + i + 48, a3);
+        }
+        for (; i + 16 <= n; i += 16) {
+            v16 a0 = splat(init);
+            for (int t = 0; t < n_taps; t++) a0 += splat(w[t]) * ld(src[t] + i);
+            st(out + i, a0);
+        }
+    } else if (step == 2) {
+        for (; i + 32 <= n; i += 32) {
+            v16 a0 = splat(init), a1 = a0;
+            for (int t = 0; t < n_taps; t++) {
+                const float *s = src[t] + 2 * i;
+                v16 wt = splat(w[t]);
+                a0 += wt * ld_even(s);
+                a1 += wt * ld_even(s + 32);
+            }
+            st(out + i, a0);
+            st(out + i + 16, a1);
+        }
+    }
+    for (; i < n; i++) {
+        float a = init;
+        for (int t = 0; t < n_taps; t++) a += w[t] * src[t][i * step];
+        out[i] = a;
+    }
+}
+
+/* ------------------------------------------------------------- max/min */
+
+static inline v16 vmax(v16 a, v16 b)
+{
+    v16i m = (v16i)(a > b);
+    return (v16)(((v16i)a & m) | ((v16i)b & ~m));
+}
+static inline v16 vmin(v16 a, v16 b)
+{
+    v16i m = (v16i)(a < b);
+    return (v16)(((v16i)a & m) | ((v16i)b & ~m));
+}
+
+static void maxmin_rows(float *restrict out, int64_t n, const float *const *src, const float *w, int n_taps, int step,
+                        int is_max)
+{
+    int64_t i = 0;
+    if (step == 1) {
+        for (; i + 32 <= n; i += 32) {
+            v16 a0 = splat(w[0]) * ld(src[0] + i), a1 = splat(w[0]) * ld(src[0] + i + 16);
+            for (int t = 1; t < n_taps; t++) {
+                v16 wt = splat(w[t]);
+                v16 b0 = wt * ld(src[t] + i), b1 = wt * ld(src[t] + i + 16);
+                a0 = is_max ? vmax(a0, b0) : vmin(a0, b0);
+                a1 = is_max ? vmax(a1, b1) : vmin(a1, b1);
+            }
+            st(out + i, a0);
+            st(out + i + 16, a1);
+        }
+    } else if (step == 2) {
+        for (; i + 16 <= n; i += 16) {
+            v16 a0 = splat(w[0]) * ld_even(src[0] + 2 * i);
+            for (int t = 1; t < n_taps; t++) {
+                v16 b0 = splat(w[t]) * ld_even(src[t] + 2 * i);
+                a0 = is_max ? vmax(a0, b0) : vmin(a0, b0);
+            }
+            st(out + i, a0);
+        }
+    }
+    for (; i < n; i++) {
+        float a = w[0] * src[0][i * step];
+        for (int t = 1; t < n_taps; t++) {
+            float b = w[t] * src[t][i * step];
+            a = is_max ? (a > b ? a : b) : (a < b ? a : b);
+        }
+        out[i] = a;
+    }
+}
+
+/* ----------------------------------------------- expression programs */
+
+/* exp and log as branch-free polynomials (Cephes' single-precision
+ * coefficients, about 1 ulp), so the loops around them vectorize; libm's
+ * would be called once per element. */
+static inline float bits_to_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static inline uint32_t float_to_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float exp_poly(float x)
+{
+    float xc = x > 88.3762626647949f ? 88.3762626647949f : x;
+    xc = xc < -87.3365478515625f ? -87.3365478515625f : xc;
+    float fn = floorf(xc * 1.44269504088896341f + 0.5f);
+    float r = xc - fn * 0.693359375f;
+    r = r - fn * -2.12194440e-4f;
+    float z = r * r;
+    float p = 1.9875691500E-4f;
+    p = p * r + 1.3981999507E-3f;
+    p = p * r + 8.3334519073E-3f;
+    p = p * r + 4.1665795894E-2f;
+    p = p * r + 1.6666665459E-1f;
+    p = p * r + 5.0000001201E-1f;
+    p = p * z + r + 1.0f;
+    int32_t e = (int32_t)fn + 127;
+    float y = p * bits_to_float((uint32_t)e << 23);
+    y = x > 88.72283935546875f ? INFINITY : y;
+    y = x < -87.3365478515625f ? 0.0f : y;
+    return x != x ? x : y;
+}
+
+static inline float log_poly(float x)
+{
+    /* Denormals are scaled into the normal range first. */
+    int denormal = x < 1.17549435e-38f;
+    float xs = denormal ? x * 8388608.0f : x;
+    uint32_t u = float_to_bits(xs);
+    int32_t e = (int32_t)((u >> 23) & 0xff) - 126 - (denormal ? 23 : 0);
+    float m = bits_to_float((u & 0x007fffffu) | 0x3f000000u); /* [0.5, 1) */
+    int small = m < 0.707106781186547524f;
+    float fe = (float)(e - small);
+    float t = small ? m + m - 1.0f : m - 1.0f;
+    float z = t * t;
+    float p = 7.0376836292E-2f;
+    p = p * t - 1.1514610310E-1f;
+    p = p * t + 1.1676998740E-1f;
+    p = p * t - 1.2420140846E-1f;
+    p = p * t + 1.4249322787E-1f;
+    p = p * t - 1.6668057665E-1f;
+    p = p * t + 2.0000714765E-1f;
+    p = p * t - 2.4999993993E-1f;
+    p = p * t + 3.3333331174E-1f;
+    float y = t * z * p;
+    y = y + fe * -2.12194440e-4f;
+    y = y - 0.5f * z;
+    float r = t + y;
+    r = r + fe * 0.693359375f;
+    r = x == INFINITY ? INFINITY : r;
+    r = x == 0.0f ? -INFINITY : r;
+    r = x < 0.0f ? NAN : r;
+    return x != x ? x : r;
+}
+
+#define UNARY_LOOP(EXPR)                                        \
+    do {                                                        \
+        for (int64_t i = 0; i < n; i++) {                       \
+            float x = a[i];                                     \
+            d[i] = (EXPR);                                      \
+        }                                                       \
+    } while (0)
+
+static void unary(ps_expr_op op, float *restrict d, const float *restrict a, int64_t n)
+{
+    switch (op) {
+    case PS_EXPR_NEG: UNARY_LOOP(-x); break;
+    case PS_EXPR_ABS: UNARY_LOOP(fabsf(x)); break;
+    case PS_EXPR_SQRT: UNARY_LOOP(sqrtf(x)); break;
+    case PS_EXPR_EXP: UNARY_LOOP(exp_poly(x)); break;
+    case PS_EXPR_LOG: UNARY_LOOP(log_poly(x)); break;
+    case PS_EXPR_FLOOR: UNARY_LOOP(floorf(x)); break;
+    default: break;
+    }
+}
+
+/* Binary operators with each operand a row or a constant: three loop forms
+ * so a constant stays in a register. */
+#define BIN_FORMS(EXPR)                                                                        \
+    do {                                                                                       \
+        if (ak) {                                                                              \
+            const float x = *a;                                                                \
+            for (int64_t i = 0; i < n; i++) {                                                  \
+                const float y = b[i];                                                          \
+                d[i] = (EXPR);                                                                 \
+            }                                                                                  \
+        } else if (bk) {                                                                       \
+            const float y = *b;                                                                \
+            for (int64_t i = 0; i < n; i++) {                                                  \
+                const float x = a[i];                                                          \
+                d[i] = (EXPR);                                                                 \
+            }                                                                                  \
+        } else {                                                                               \
+            for (int64_t i = 0; i < n; i++) {                                                  \
+                const float x = a[i], y = b[i];                                                \
+                d[i] = (EXPR);                                                                 \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+
+static void binary(ps_expr_op op, float *restrict d, const float *a, int ak, const float *b, int bk, int64_t n)
+{
+    switch (op) {
+    case PS_EXPR_ADD: BIN_FORMS(x + y); break;
+    case PS_EXPR_SUB: BIN_FORMS(x - y); break;
+    case PS_EXPR_MUL: BIN_FORMS(x * y); break;
+    case PS_EXPR_DIV: BIN_FORMS(x / y); break;
+    case PS_EXPR_MIN: BIN_FORMS(x < y ? x : y); break;
+    case PS_EXPR_MAX: BIN_FORMS(x > y ? x : y); break;
+    case PS_EXPR_LT: BIN_FORMS(x < y ? 1.0f : 0.0f); break;
+    case PS_EXPR_LE: BIN_FORMS(x <= y ? 1.0f : 0.0f); break;
+    case PS_EXPR_GT: BIN_FORMS(x > y ? 1.0f : 0.0f); break;
+    case PS_EXPR_GE: BIN_FORMS(x >= y ? 1.0f : 0.0f); break;
+    case PS_EXPR_EQ: BIN_FORMS(x == y ? 1.0f : 0.0f); break;
+    case PS_EXPR_NE: BIN_FORMS(x != y ? 1.0f : 0.0f); break;
+    default: break;
+    }
+}
+
+static void run_vprog(const ps_vprog *prog, float *restrict out, const float *const *in, int64_t n, float *regs)
+{
+    float konst[3][PS_VCHUNK];
+    for (int64_t i0 = 0; i0 < n; i0 += PS_VCHUNK) {
+        int64_t len = n - i0 < PS_VCHUNK ? n - i0 : PS_VCHUNK;
+        for (int o = 0; o < prog->n_ops; o++) {
+            const ps_vop *op = &prog->ops[o];
+            const float *arg[3];
+            int isk[3] = {0, 0, 0};
+            int arity = op->op == PS_EXPR_SELECT || op->op == PS_EXPR_CLAMP ? 3 : op->op >= PS_EXPR_ADD ? 2 : op->op >= PS_EXPR_NEG ? 1 : 0;
+            for (int j = 0; j < (arity ? arity : 1); j++) {
+                int a = op->a[j];
+                if (a == PS_VOP_CONST) {
+                    arg[j] = &op->k[j];
+                    isk[j] = 1;
+                } else if (PS_VOP_IS_INPUT(a)) {
+                    arg[j] = in[PS_VOP_INPUT_INDEX(a)] + i0;
+                } else {
+                    arg[j] = regs + (int64_t)a * PS_VCHUNK;
+                }
+            }
+            float *d = op->dst == PS_VOP_OUT ? out + i0 : regs + (int64_t)op->dst * PS_VCHUNK;
+            if (arity == 0) {
+                /* a copy (an expression that is a leaf) */
+                if (isk[0])
+                    for (int64_t i = 0; i < len; i++) d[i] = op->k[0];
+                else
+                    memmove(d, arg[0], (size_t)len * sizeof *d);
+            } else if (arity == 1) {
+                if (isk[0]) {
+                    float c[1] = {op->k[0]};
+                    unary(op->op, konst[0], c, 1);
+                    for (int64_t i = 0; i < len; i++) d[i] = konst[0][0];
+                } else {
+                    unary(op->op, d, arg[0], len);
+                }
+            } else if (arity == 2) {
+                if (isk[0] && isk[1]) {
+                    float r = 0.0f;
+                    binary(op->op, &r, arg[0], 0, arg[1], 0, 1);
+                    for (int64_t i = 0; i < len; i++) d[i] = r;
+                } else {
+                    binary(op->op, d, arg[0], isk[0], arg[1], isk[1], len);
+                }
+            } else {
+                for (int j = 0; j < 3; j++)
+                    if (isk[j]) {
+                        for (int64_t i = 0; i < len; i++) konst[j][i] = op->k[j];
+                        arg[j] = konst[j];
+                    }
+                const float *c = arg[0], *x = arg[1], *y = arg[2];
+                if (op->op == PS_EXPR_SELECT) {
+                    for (int64_t i = 0; i < len; i++) d[i] = c[i] != 0.0f ? x[i] : y[i];
+                } else { /* clamp(v = c, lo = x, hi = y) */
+                    for (int64_t i = 0; i < len; i++) {
+                        float v = c[i] > x[i] ? c[i] : x[i];
+                        d[i] = v < y[i] ? v : y[i];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------ resample */
+
+static void up2_nearest(float *restrict out, int64_t n, const float *src, int parity)
+{
+    for (int64_t i = 0; i < n; i++) out[i] = src[(parity + i) >> 1];
+}
+
+static void up2_bilinear_h(float *restrict out, int64_t n, const float *v, int parity)
+{
+    const float q = 0.25f, t = 0.75f;
+    int64_t i = 0, j = 0;
+    if (parity && n > 0) {
+        out[0] = t * v[0] + q * v[1];
+        i = 1;
+        j = 1;
+    }
+    /* Pairs of outputs (2j, 2j + 1) from v[j - 1], v[j], v[j + 1]. */
+    for (; i + 32 <= n; i += 32, j += 16) {
+        v16 c = ld(v + j), l = ld(v + j - 1), r = ld(v + j + 1);
+        v16 e = splat(t) * c + splat(q) * l;
+        v16 o = splat(t) * c + splat(q) * r;
+        st(out + i, __builtin_shuffle(e, o, lo_interleave));
+        st(out + i + 16, __builtin_shuffle(e, o, hi_interleave));
+    }
+    for (; i < n; i++) {
+        int64_t jj = (parity + i) >> 1;
+        out[i] = ((parity + i) & 1) == 0 ? t * v[jj] + q * v[jj - 1] : t * v[jj] + q * v[jj + 1];
+    }
+}
+
+static void down2_average(float *restrict out, int64_t n, const float *a, const float *b)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v16 a0 = ld(a + 2 * i), a1 = ld(a + 2 * i + 16), b0 = ld(b + 2 * i), b1 = ld(b + 2 * i + 16);
+        v16 sa = __builtin_shuffle(a0, a1, even_idx) + __builtin_shuffle(a0, a1, odd_idx);
+        v16 sb = __builtin_shuffle(b0, b1, even_idx) + __builtin_shuffle(b0, b1, odd_idx);
+        st(out + i, splat(0.25f) * (sa + sb));
+    }
+    for (; i < n; i++) out[i] = 0.25f * ((a[2 * i] + a[2 * i + 1]) + (b[2 * i] + b[2 * i + 1]));
+}
+
+const ps_row_kernels PS_KERNEL_TABLE = {
+    .isa = PS_KERNEL_ISA_NAME,
+    .vector_floats = PS_KERNEL_VECTOR_FLOATS,
+    .sum = sum_rows,
+    .maxmin = maxmin_rows,
+    .vprog = run_vprog,
+    .up2_nearest = up2_nearest,
+    .up2_bilinear_h = up2_bilinear_h,
+    .down2_average = down2_average,
+};

@@ -1,0 +1,532 @@
+/* Graph plans: ps_graph_plan_create (everything decided once), execute,
+ * describe (include/polysci/graph.h). */
+#include "execution/graph_exec.h"
+
+#include <isl/ctx.h>
+#include <isl/options.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "fusion/fusion_impl.h"
+#include "plan/context_impl.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static size_t round16(size_t v) { return (v + 15) & ~(size_t)15; }
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+void ps_graph_options_init(ps_graph_options *o)
+{
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+    o->fusion = PS_FUSION_DP;
+}
+
+void ps_graph_plan_destroy(ps_graph_plan *pl)
+{
+    if (!pl) return;
+    for (int g = 0; g < pl->n_groups; g++) {
+        free(pl->groups[g].mem);
+        free(pl->groups[g].btile);
+        free(pl->groups[g].bbox);
+        free(pl->groups[g].tree);
+    }
+    free(pl->groups);
+    if (pl->xs)
+        for (int s = 0; s < pl->pipe.n; s++) {
+            free(pl->xs[s].row_dy);
+            free(pl->xs[s].tap_row);
+        }
+    free(pl->xs);
+    ps_pipeline_release(&pl->pipe);
+    free(pl);
+}
+
+static ps_status check_options(const ps_graph *g, const ps_graph_options *o)
+{
+    static const char who[] = "ps_graph_plan_create";
+    if (o->struct_size != sizeof *o)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: opts.struct_size is %zu, expected %zu (use ps_graph_options_init)", who,
+                        o->struct_size, sizeof *o);
+    if (o->num_threads < 0 || o->num_threads > 4096)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: num_threads %d out of range (0..4096)", who, o->num_threads);
+    if (o->fusion < PS_FUSION_DP || o->fusion > PS_FUSION_FIXED)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: unknown fusion mode %d", who, (int)o->fusion);
+    if (o->tile_h < 0 || o->tile_w < 0 || o->tile_h > (1 << 24) || o->tile_w > (1 << 24) || (!o->tile_h != !o->tile_w))
+        return ps_error(PS_ERR_INVALID_ARG, "%s: tile_h and tile_w must both be 0 or both in 1..2^24 (got %lld x %lld)", who,
+                        (long long)o->tile_h, (long long)o->tile_w);
+    if (o->fusion == PS_FUSION_FIXED) {
+        if (!o->group_of) return ps_error(PS_ERR_NULL_POINTER, "%s: PS_FUSION_FIXED needs group_of", who);
+        if (o->n_group_of != g->n)
+            return ps_error(PS_ERR_INVALID_ARG, "%s: n_group_of is %d, the graph has %d tensors", who, o->n_group_of, g->n);
+    }
+    if (o->group_limit < 0) return ps_error(PS_ERR_INVALID_ARG, "%s: group_limit %d is negative", who, o->group_limit);
+    if (o->flags & ~PS_GRAPH_NO_INLINE) return ps_error(PS_ERR_INVALID_ARG, "%s: unknown flags 0x%x", who, o->flags);
+    if (g->n_outputs < 1) return ps_error(PS_ERR_INVALID_ARG, "%s: the graph has no output (ps_graph_mark_output)", who);
+    return PS_SUCCESS;
+}
+
+/* Stencil taps grouped by row: each distinct dy is fetched once per output row. */
+static ps_status stencil_rows(const ps_pstage *S, ps_gx_stage *X)
+{
+    X->row_dy = malloc((size_t)S->n_taps * sizeof *X->row_dy);
+    X->tap_row = malloc((size_t)S->n_taps * sizeof *X->tap_row);
+    if (!X->row_dy || !X->tap_row) return PS_ERR_OUT_OF_MEMORY;
+    X->dx_min = X->dx_max = S->dx[0];
+    for (int t = 0; t < S->n_taps; t++) {
+        int r = 0;
+        while (r < X->n_rows && X->row_dy[r] != S->dy[t]) r++;
+        if (r == X->n_rows) X->row_dy[X->n_rows++] = S->dy[t];
+        X->tap_row[t] = r;
+        if (S->dx[t] < X->dx_min) X->dx_min = S->dx[t];
+        if (S->dx[t] > X->dx_max) X->dx_max = S->dx[t];
+    }
+    return PS_SUCCESS;
+}
+
+/* The exact regions of tile (ti, tj): live-outs' own parts, then back
+ * through the members with the boundaries applied (as execution reads). */
+static void tile_boxes(const ps_pipeline *p, const ps_gx_group *g, int64_t ti, int64_t tj, ps_box *box)
+{
+    for (int k = g->n - 1; k >= 0; k--) {
+        const ps_gx_member *m = &g->mem[k];
+        const ps_pstage *S = &p->st[m->stage];
+        ps_box b = {0, 0, 0, 0};
+        if (m->live_out) {
+            ps_box own = {m->own_h * ti, m->own_w * tj, m->own_h, m->own_w};
+            b = ps_box_intersect(&own, &S->need);
+        }
+        for (int q = k + 1; q < g->n; q++) {
+            if (ps_box_empty(&box[q])) continue;
+            const ps_pstage *Q = &p->st[g->mem[q].stage];
+            for (int j = 0; j < Q->n_in; j++) {
+                if (Q->in[j] != m->stage) continue;
+                ps_box r = ps_input_region(p, g->mem[q].stage, j, &box[q]);
+                b = ps_box_hull(&b, &r);
+            }
+        }
+        box[k] = ps_box_intersect(&b, &S->need);
+    }
+}
+
+static int box_eq(const ps_box *a, const ps_box *b)
+{
+    return a->y0 == b->y0 && a->x0 == b->x0 && a->h == b->h && a->w == b->w;
+}
+
+/* Builds group gi from its members: regions, tile grid, boundary table,
+ * scratch layout. */
+static ps_status build_group(ps_graph_plan *pl, isl_ctx *ictx, ps_fusion_state *fs, const int *group_of, int gi)
+{
+    const ps_pipeline *p = &pl->pipe;
+    ps_gx_group *G = &pl->groups[gi];
+    int *m = malloc(((size_t)p->n + 1) * sizeof *m), n = 0;
+    if (!m) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    for (int s = 0; s < p->n; s++)
+        if (group_of[s] == gi) m[n++] = s;
+    ps_group_geom geom;
+    ps_status st = ps_group_geom_init(p, m, n, &geom);
+    free(m);
+    if (st) return st;
+    st = ps_group_evaluate(fs, geom.m, n, &G->ev);
+    ps_region_form *forms = NULL;
+    if (!st && !G->ev.legal)
+        st = ps_error(PS_ERR_INVALID_ARG, "ps_graph_plan_create: group of \"%s\" cannot be tiled: %s", p->st[geom.m[0]].name,
+                      G->ev.why);
+    if (!st) {
+        forms = malloc((size_t)(n + geom.n_livein) * sizeof *forms);
+        G->mem = calloc((size_t)n, sizeof *G->mem);
+        if (!forms || !G->mem) st = ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    }
+    if (!st) {
+        int rc = ps_group_regions(ictx, p, &geom, G->ev.ty, G->ev.tx, forms);
+        if (rc < 0) st = PS_ERR_BACKEND;
+        else if (rc == 0)
+            st = ps_error(PS_ERR_BACKEND, "ps_graph_plan_create: isl found no fixed-size regions for a group it accepted");
+    }
+    if (st) {
+        free(forms);
+        ps_group_geom_release(&geom);
+        return st;
+    }
+    G->n = n;
+    G->ty = G->ev.ty;
+    G->tx = G->ev.tx;
+    G->images = p->st[geom.m[0]].n;
+    int64_t ti0 = INT64_MAX, ti1 = INT64_MIN, tj0 = INT64_MAX, tj1 = INT64_MIN;
+    for (int k = 0; k < n; k++) {
+        ps_gx_member *M = &G->mem[k];
+        const ps_pstage *S = &p->st[geom.m[k]];
+        M->stage = geom.m[k];
+        M->live_out = geom.live_out[k];
+        M->inner_cons = geom.inner_cons[k];
+        M->own_h = ps_group_member_tile(&geom.sy[k], G->ty);
+        M->own_w = ps_group_member_tile(&geom.sx[k], G->tx);
+        M->form = forms[k];
+        for (int j = 0; j < S->n_in; j++) M->in_member[j] = ps_group_member_index(&geom, S->in[j]);
+        if (M->live_out) {
+            int64_t a = floor_div(S->need.y0, M->own_h), b = floor_div(S->need.y0 + S->need.h - 1, M->own_h);
+            int64_t c = floor_div(S->need.x0, M->own_w), d = floor_div(S->need.x0 + S->need.w - 1, M->own_w);
+            if (a < ti0) ti0 = a;
+            if (b > ti1) ti1 = b;
+            if (c < tj0) tj0 = c;
+            if (d > tj1) tj1 = d;
+        }
+    }
+    G->ti0 = ti0;
+    G->tj0 = tj0;
+    G->gy = ti1 - ti0 + 1;
+    G->gx = tj1 - tj0 + 1;
+    /* Interior tiles share the isl forms; the others get a row of the table. */
+    G->btile = malloc((size_t)(G->gy * G->gx) * sizeof *G->btile);
+    ps_box *box = malloc((size_t)n * sizeof *box);
+    int64_t *maxh = calloc((size_t)n, sizeof *maxh);
+    int cap = 0;
+    if (!G->btile || !box || !maxh) st = ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    for (int k = 0; k < n && !st; k++) {
+        G->mem[k].max_w = G->mem[k].form.w;
+        maxh[k] = G->mem[k].form.h;
+    }
+    for (int64_t ti = ti0; ti <= ti1 && !st; ti++)
+        for (int64_t tj = tj0; tj <= tj1 && !st; tj++) {
+            tile_boxes(p, G, ti, tj, box);
+            int interior = 1;
+            for (int k = 0; k < n && interior; k++) {
+                ps_box f = ps_region_at(&G->mem[k].form, ti, tj);
+                interior = box_eq(&f, &box[k]);
+            }
+            int64_t cell = (ti - ti0) * G->gx + (tj - tj0);
+            for (int k = 0; k < n; k++) {
+                G->computed_pts += (double)box[k].h * (double)box[k].w * (double)p->st[G->mem[k].stage].c;
+                if (box[k].w > G->mem[k].max_w) G->mem[k].max_w = box[k].w;
+                if (box[k].h > maxh[k]) maxh[k] = box[k].h;
+            }
+            if (interior) {
+                G->btile[cell] = -1;
+                continue;
+            }
+            if (G->n_btiles == cap) {
+                cap = cap ? 2 * cap : 16;
+                ps_box *t = realloc(G->bbox, (size_t)cap * (size_t)n * sizeof *t);
+                if (!t) {
+                    st = ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+                    break;
+                }
+                G->bbox = t;
+            }
+            memcpy(G->bbox + (size_t)G->n_btiles * n, box, (size_t)n * sizeof *box);
+            G->btile[cell] = G->n_btiles++;
+        }
+    G->computed_pts *= (double)G->images;
+    for (int k = 0; k < n && !st; k++) {
+        const ps_pstage *S = &p->st[G->mem[k].stage];
+        G->needed_pts += (double)S->need.h * (double)S->need.w * (double)S->c * (double)S->n;
+        G->mem[k].scr_h = maxh[k];
+        G->mem[k].scr_rs = (int64_t)round16((size_t)G->mem[k].max_w);
+    }
+    /* The tree is kept as text for describe; a failure to print it costs
+     * only the description. */
+    if (!st) G->tree = ps_group_schedule_tree(ictx, p, &geom, forms, ti0, ti1 + 1, tj0, tj1 + 1);
+    free(forms);
+    free(box);
+    free(maxh);
+    ps_group_geom_release(&geom);
+    return st;
+}
+
+/* Scratch layout and per-thread sizes, once destinations are known. */
+static ps_status layout(ps_graph_plan *pl)
+{
+    const ps_pipeline *p = &pl->pipe;
+    size_t scratch_max = 0, staging = 0, temp = 16, regs = 0, zeros = 16;
+    pl->max_members = 1;
+    for (int gi = 0; gi < pl->n_groups; gi++) {
+        ps_gx_group *G = &pl->groups[gi];
+        size_t off = 0;
+        if (G->n > pl->max_members) pl->max_members = G->n;
+        for (int k = 0; k < G->n; k++) {
+            ps_gx_member *M = &G->mem[k];
+            const ps_pstage *S = &p->st[M->stage];
+            const ps_gx_stage *X = &pl->xs[M->stage];
+            int dests = (S->output_index >= 0) + (X->ws_off != SIZE_MAX);
+            M->direct = !M->inner_cons && dests == 1;
+            M->scr_off = off;
+            if (!M->direct) off += round16((size_t)S->c * (size_t)M->scr_h * (size_t)M->scr_rs);
+            size_t w = (size_t)M->max_w, need = 0, fetch = w;
+            switch (S->kind) {
+            case PS_NODE_STENCIL:
+                fetch = (size_t)S->sx * (w - 1) + (size_t)(X->dx_max - X->dx_min) + 1;
+                need = (size_t)X->n_rows * fetch;
+                break;
+            case PS_NODE_POINTWISE:
+                need = (size_t)S->n_in * w;
+                if ((size_t)S->prog.n_regs * PS_VCHUNK > regs) regs = (size_t)S->prog.n_regs * PS_VCHUNK;
+                break;
+            case PS_NODE_MIX: need = (size_t)S->in_c * w; break;
+            case PS_NODE_RESAMPLE:
+                fetch = 2 * w + 4;
+                need = 2 * fetch;
+                break;
+            default: break;
+            }
+            if (need > staging) staging = need;
+            if (fetch > zeros) zeros = fetch;
+            if (w + 16 > temp) temp = w + 16;
+        }
+        G->scratch_floats = off;
+        if (off > scratch_max) scratch_max = off;
+    }
+    pl->staging_floats = round16(staging);
+    pl->temp_floats = round16(temp);
+    pl->regs_floats = round16(regs);
+    pl->zero_floats = round16(zeros);
+    pl->boxes_floats = round16((size_t)pl->max_members * sizeof(ps_box) / sizeof(float));
+    pl->thread_floats = round16(scratch_max) + pl->staging_floats + 2 * pl->temp_floats + pl->regs_floats +
+                        pl->zero_floats + pl->boxes_floats;
+    double bytes = ((double)round16(pl->ws_tensor_floats) + (double)pl->nthreads * (double)pl->thread_floats) * 4.0;
+    if (bytes > 1e18) return ps_error(PS_ERR_OVERFLOW, "ps_graph_plan_create: the workspace would overflow");
+    pl->workspace_bytes = (size_t)bytes;
+    if (pl->ctx->memory_limit && pl->workspace_bytes > pl->ctx->memory_limit)
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: the plan needs a %zu-byte workspace, over the context's limit of %zu",
+                        pl->workspace_bytes, pl->ctx->memory_limit);
+    return PS_SUCCESS;
+}
+
+ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_graph_options *opts, ps_graph_plan **out)
+{
+    static const char who[] = "ps_graph_plan_create";
+    if (!out) return ps_error(PS_ERR_NULL_POINTER, "%s: plan is NULL", who);
+    *out = NULL;
+    if (!ctx || !graph) return ps_error(PS_ERR_NULL_POINTER, "%s: ctx or graph is NULL", who);
+    ps_graph_options def;
+    if (!opts) {
+        ps_graph_options_init(&def);
+        opts = &def;
+    }
+    ps_status st = check_options(graph, opts);
+    if (st) return st;
+    double t0 = now_ms();
+    ps_graph_plan *pl = calloc(1, sizeof *pl);
+    if (!pl) return ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    pl->ctx = ctx;
+    pl->opts = *opts;
+    pl->opts.group_of = NULL;
+    pl->nthreads = opts->num_threads ? opts->num_threads : ctx->num_threads;
+    st = ps_pipeline_build(graph, !(opts->flags & PS_GRAPH_NO_INLINE), &pl->pipe);
+    if (st) {
+        free(pl);
+        return st;
+    }
+    ps_pipeline *p = &pl->pipe;
+    pl->k = ps_row_kernels_for(ctx->machine.simd_f32_lanes);
+    pl->xs = calloc((size_t)p->n, sizeof *pl->xs);
+    int *group_of = malloc(((size_t)p->n + 1) * sizeof *group_of), *group_in = NULL;
+    if (!pl->xs || !group_of) st = ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    for (int s = 0; s < p->n && !st; s++) {
+        ps_pstage *S = &p->st[s];
+        pl->xs[s].ws_off = SIZE_MAX;
+        if (S->kind == PS_NODE_POINTWISE) st = ps_vprog_lower(S->expr, &S->prog);
+        if (!st && S->kind == PS_NODE_STENCIL && stencil_rows(S, &pl->xs[s]))
+            st = ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    }
+    if (!st && opts->fusion == PS_FUSION_FIXED) {
+        group_in = malloc(((size_t)p->n + 1) * sizeof *group_in);
+        if (!group_in) st = ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        else
+            for (int s = 0; s < p->n; s++) group_in[s] = opts->group_of[p->st[s].graph_tensor];
+    }
+    isl_ctx *ictx = NULL;
+    ps_fusion_state *fs = NULL;
+    if (!st) {
+        ictx = isl_ctx_alloc();
+        if (ictx) isl_options_set_on_error(ictx, ISL_ON_ERROR_CONTINUE);
+        ps_cost_model cm;
+        ps_cost_model_init(&cm, &ctx->machine, pl->nthreads);
+        cm.force_ty = opts->tile_h;
+        cm.force_tx = opts->tile_w;
+        fs = ictx ? ps_fusion_state_create(ictx, p, &cm) : NULL;
+        if (!fs) st = ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    }
+    if (!st) st = ps_fuse(fs, opts->fusion, group_in, opts->group_limit, group_of, &pl->n_groups, &pl->fuse_ms, &pl->dp_states);
+    for (int s = 0; s < p->n && !st; s++) pl->xs[s].group = group_of[s];
+    /* Tensors read by another group live in the workspace. */
+    for (int s = 0; s < p->n && !st; s++) {
+        const ps_pstage *S = &p->st[s];
+        if (S->kind == PS_NODE_INPUT) continue;
+        int outside = 0;
+        for (int c = 0; c < S->n_cons; c++) outside |= group_of[S->cons[c]] != group_of[s];
+        if (!outside) continue;
+        pl->xs[s].ws_off = pl->ws_tensor_floats;
+        pl->ws_tensor_floats += round16((size_t)S->n * (size_t)S->c * (size_t)S->need.h * (size_t)S->need.w);
+    }
+    if (!st) {
+        pl->groups = calloc((size_t)pl->n_groups, sizeof *pl->groups);
+        if (!pl->groups) st = ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    }
+    for (int gi = 0; gi < pl->n_groups && !st; gi++) st = build_group(pl, ictx, fs, group_of, gi);
+    if (!st) st = layout(pl);
+    if (fs) pl->cost_evaluations = fs->evaluations;
+    ps_fusion_state_destroy(fs);
+    if (ictx) isl_ctx_free(ictx);
+    free(group_of);
+    free(group_in);
+    if (st) {
+        ps_graph_plan_destroy(pl);
+        return st;
+    }
+    pl->plan_ms = now_ms() - t0;
+    if (ctx->verbose)
+        fprintf(stderr, "polysci_verbose,graph_create,%d stages,%d groups,%s,%.3f\n", p->n, pl->n_groups, pl->k->isa,
+                pl->plan_ms);
+    *out = pl;
+    return PS_SUCCESS;
+}
+
+ps_status ps_graph_plan_workspace_size(const ps_graph_plan *plan, size_t *bytes)
+{
+    if (!plan || !bytes) return ps_error(PS_ERR_NULL_POINTER, "ps_graph_plan_workspace_size: plan or bytes is NULL");
+    *bytes = plan->workspace_bytes;
+    return PS_SUCCESS;
+}
+
+ps_status ps_graph_execute(const ps_graph_plan *plan, const float *const *inputs, float *const *outputs, void *workspace)
+{
+    static const char who[] = "ps_graph_execute";
+    if (!plan) return ps_error(PS_ERR_NULL_POINTER, "%s: plan is NULL", who);
+    if (!inputs && plan->pipe.n_inputs) return ps_error(PS_ERR_NULL_POINTER, "%s: inputs is NULL", who);
+    if (!outputs) return ps_error(PS_ERR_NULL_POINTER, "%s: outputs is NULL", who);
+    for (int i = 0; i < plan->pipe.n_inputs; i++)
+        if (!inputs[i]) return ps_error(PS_ERR_NULL_POINTER, "%s: input %d (\"%s\") is NULL", who, i,
+                                        plan->pipe.st[plan->pipe.input_stage[i]].name);
+    for (int i = 0; i < plan->pipe.n_outputs; i++)
+        if (!outputs[i]) return ps_error(PS_ERR_NULL_POINTER, "%s: output %d (\"%s\") is NULL", who, i,
+                                         plan->pipe.st[plan->pipe.output_stage[i]].name);
+    if (workspace && ((uintptr_t)workspace & 63))
+        return ps_error(PS_ERR_INVALID_ARG, "%s: workspace must be 64-byte aligned", who);
+    void *ws = workspace;
+    if (!ws) {
+        ws = aligned_alloc(64, (plan->workspace_bytes + 63) / 64 * 64 + 64);
+        if (!ws) return ps_error(PS_ERR_OUT_OF_MEMORY, "%s: cannot allocate the %zu-byte workspace", who, plan->workspace_bytes);
+    }
+    double t0 = plan->ctx->verbose ? now_ms() : 0;
+    ps_graph_run(plan, inputs, outputs, ws);
+    if (plan->ctx->verbose)
+        fprintf(stderr, "polysci_verbose,graph_exec,%d stages,%d groups,%.3f\n", plan->pipe.n, plan->n_groups, now_ms() - t0);
+    if (!workspace) free(ws);
+    return PS_SUCCESS;
+}
+
+ps_status ps_graph_plan_get_stats(const ps_graph_plan *plan, ps_graph_plan_stats *s)
+{
+    if (!plan || !s) return ps_error(PS_ERR_NULL_POINTER, "ps_graph_plan_get_stats: plan or stats is NULL");
+    if (s->struct_size != sizeof *s)
+        return ps_error(PS_ERR_INVALID_ARG, "ps_graph_plan_get_stats: stats.struct_size is %zu, expected %zu", s->struct_size,
+                        sizeof *s);
+    double comp = 0, need = 0, cost = 0;
+    size_t scratch = 0;
+    for (int g = 0; g < plan->n_groups; g++) {
+        comp += plan->groups[g].computed_pts;
+        need += plan->groups[g].needed_pts;
+        cost += plan->groups[g].ev.cost;
+        if (plan->groups[g].scratch_floats > scratch) scratch = plan->groups[g].scratch_floats;
+    }
+    s->n_stages = 0;
+    for (int i = 0; i < plan->pipe.n; i++) s->n_stages += plan->pipe.st[i].kind != PS_NODE_INPUT;
+    s->n_groups = plan->n_groups;
+    s->plan_ms = plan->plan_ms;
+    s->redundant_fraction = need > 0 ? comp / need - 1.0 : 0.0;
+    s->scratch_bytes = plan->thread_floats * sizeof(float);
+    s->workspace_bytes = plan->workspace_bytes;
+    s->cost = cost;
+    (void)scratch;
+    return PS_SUCCESS;
+}
+
+/* snprintf into buf at *off, counting what would have been written. */
+static void out(char *buf, size_t len, size_t *off, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void out(char *buf, size_t len, size_t *off, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = *off < len ? len - *off : 0;
+    int n = vsnprintf(room ? buf + *off : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n > 0) *off += (size_t)n;
+}
+
+static const char *kind_name(const ps_pstage *S)
+{
+    switch (S->kind) {
+    case PS_NODE_STENCIL: return "stencil";
+    case PS_NODE_POINTWISE: return "pointwise";
+    case PS_NODE_MIX: return "channel mix";
+    case PS_NODE_RESAMPLE:
+        return S->resample == PS_RESAMPLE_UP2_NEAREST ? "up2 nearest"
+               : S->resample == PS_RESAMPLE_UP2_BILINEAR ? "up2 bilinear" : "down2 average";
+    default: return "input";
+    }
+}
+
+static const char *fusion_name(ps_fusion f)
+{
+    return f == PS_FUSION_GREEDY ? "greedy" : f == PS_FUSION_NONE ? "none" : f == PS_FUSION_FIXED ? "fixed" : "dp";
+}
+
+ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len, size_t *needed)
+{
+    if (!pl) return ps_error(PS_ERR_NULL_POINTER, "ps_graph_plan_describe: plan is NULL");
+    if (!buf && len) return ps_error(PS_ERR_NULL_POINTER, "ps_graph_plan_describe: buf is NULL");
+    const ps_pipeline *p = &pl->pipe;
+    size_t off = 0;
+    int n_stages = 0, n_inlined = 0;
+    for (int s = 0; s < p->n; s++) {
+        n_stages += p->st[s].kind != PS_NODE_INPUT;
+        n_inlined += p->st[s].n_inlined;
+    }
+    ps_graph_plan_stats stats = {.struct_size = sizeof stats};
+    ps_graph_plan_get_stats(pl, &stats);
+    out(buf, len, &off,
+        "graph plan: %d stages (%d pointwise stages inlined), %d groups, fusion %s, %d threads, %s row kernels\n"
+        "planned in %.2f ms (grouping %.2f ms, %ld DP states, %ld group costs evaluated)\n"
+        "redundant computation %.1f%%, workspace %zu bytes (%zu per thread)\n",
+        n_stages, n_inlined, pl->n_groups, fusion_name(pl->opts.fusion), pl->nthreads, pl->k->isa, pl->plan_ms, pl->fuse_ms,
+        pl->dp_states, pl->cost_evaluations, 100.0 * stats.redundant_fraction, pl->workspace_bytes,
+        pl->thread_floats * sizeof(float));
+    for (int gi = 0; gi < pl->n_groups; gi++) {
+        const ps_gx_group *G = &pl->groups[gi];
+        const ps_group_eval *ev = &G->ev;
+        out(buf, len, &off,
+            "group %d: %d stage%s, tile %lld x %lld (%s), %lld x %lld tiles x %lld images (%d boundary), "
+            "redundant %.1f%%, scratch %zu bytes/thread\n"
+            "  cost %.4g = %.3g x %.4g (in+out bytes/point) - %.3g x %.0f (partial round) + %.4g x %.4g (overlap/footprint) "
+            "+ %.3g x %.4g (extent spread)\n",
+            gi, G->n, G->n == 1 ? "" : "s", (long long)G->ty, (long long)G->tx,
+            ev->level == 0 ? "forced" : ev->level == 1 ? "L1 footprint" : "L2 footprint", (long long)G->gy, (long long)G->gx,
+            (long long)G->images, G->n_btiles, G->needed_pts > 0 ? 100.0 * (G->computed_pts / G->needed_pts - 1.0) : 0.0,
+            G->scratch_floats * sizeof(float), ev->cost, 1.0, ev->terms[0], 100.0, ev->terms[1], 46875.0, ev->terms[2], 1.5,
+            ev->terms[3]);
+        for (int k = 0; k < G->n; k++) {
+            const ps_gx_member *M = &G->mem[k];
+            const ps_pstage *S = &p->st[M->stage];
+            out(buf, len, &off, "  %-16s %-13s %lld ch, region %lld x %lld for a %lld x %lld share%s%s%s%s%s\n", S->name,
+                kind_name(S), (long long)S->c, (long long)M->form.h, (long long)M->form.w, (long long)M->own_h,
+                (long long)M->own_w, M->live_out ? ", live-out" : "", M->direct ? " (written in place)" : "",
+                S->output_index >= 0 ? ", graph output" : "", S->n_inlined ? ", inlines " : "", S->n_inlined ? S->inlined : "");
+        }
+        if (G->tree) out(buf, len, &off, "  schedule tree:\n    %s\n", G->tree);
+    }
+    if (needed) *needed = off;
+    if (len > 0) buf[off < len ? off : len - 1] = '\0';
+    return PS_SUCCESS;
+}
