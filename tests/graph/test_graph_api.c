@@ -776,6 +776,69 @@ static void test_engine(ps_context *ctx)
     free(y);
 }
 
+/* Forced tile sizes: odd sides over an upsampling stage are rounded up to
+ * what it needs (graph.h), a tile far larger than the image is clipped to it
+ * (the workspace and scratch follow the image, not the tile), 2^24 is the
+ * largest side taken. */
+static void test_engine_tiles(ps_context *ctx)
+{
+    static const int64_t tiles[][2] = {{1, 1}, {3, 5}, {7, 2}, {100000, 100000}, {1 << 24, 1 << 24}};
+    for (int kind = 0; kind < 2; kind++)
+        for (int f = 0; f < 3; f++)
+            for (int i = 0; i < 5; i++) {
+                ps_graph *g = new_graph();
+                ps_tensor in, a, b;
+                TU_OK(ps_graph_add_input(g, "in", 1, 20, 20, 1, PS_LAYOUT_NHWC, &in));
+                if (kind == 0) {
+                    TU_OK(ps_graph_add_resample(g, "up", in, PS_RESAMPLE_UP2_NEAREST, PS_BOUNDARY_CLAMP, &a));
+                } else {
+                    ps_stencil st;
+                    ps_stencil_init(&st);
+                    st.input = in;
+                    st.n_taps = 3;
+                    st.dy = DY3;
+                    st.dx = DX3;
+                    TU_OK(ps_graph_add_stencil(g, "a", &st, &a));
+                }
+                ps_expr *e = ps_expr_unary(PS_EXPR_ABS, ps_expr_input(0));
+                TU_OK(ps_graph_add_pointwise(g, "b", e, 1, &a, &b));
+                ps_expr_free(e);
+                TU_OK(ps_graph_mark_output(g, b, PS_LAYOUT_NHWC));
+                ps_graph_options o;
+                ps_graph_options_init(&o);
+                o.fusion = (ps_fusion)f;
+                o.flags = PS_GRAPH_NO_INLINE;
+                o.tile_h = tiles[i][0];
+                o.tile_w = tiles[i][1];
+                ps_graph_plan *p = NULL;
+                const ps_status st = ps_graph_plan_create(ctx, g, &o, &p);
+                TU_CHECK(st == PS_SUCCESS, "%s, fusion %d, tile %lld x %lld: %s: %s", kind ? "3-tap stencil" : "up2 nearest", f,
+                         (long long)tiles[i][0], (long long)tiles[i][1], ps_status_str(st), ps_last_error_message());
+                ps_graph_plan_stats stats;
+                memset(&stats, 0, sizeof stats);
+                stats.struct_size = sizeof stats;
+                if (p && ps_graph_plan_get_stats(p, &stats) == PS_SUCCESS) {
+                    /* every tensor is at most 40 x 40 floats: 6400 bytes */
+                    TU_CHECK(stats.workspace_bytes <= (1 << 20) && stats.scratch_bytes <= (1 << 20),
+                             "%s, fusion %d, tile %lld x %lld: workspace %zu, scratch %zu bytes per thread for 40 x 40 "
+                             "tensors", kind ? "3-tap stencil" : "up2 nearest", f, (long long)tiles[i][0],
+                             (long long)tiles[i][1], stats.workspace_bytes, stats.scratch_bytes);
+                    TU_CHECK(stats.redundant_fraction >= 0, "redundant fraction %g", stats.redundant_fraction);
+                }
+                ps_graph_plan_destroy(p);
+                ps_graph_destroy(g);
+            }
+    ps_tensor in, out;
+    ps_graph *g = small_graph(&in, &out);
+    TU_OK(ps_graph_mark_output(g, out, PS_LAYOUT_NHWC));
+    ps_graph_options o;
+    ps_graph_options_init(&o);
+    o.tile_h = o.tile_w = ((int64_t)1 << 24) + 1;
+    ps_graph_plan *p = NULL;
+    API_ERR(PS_ERR_INVALID_ARG, "tile", ps_graph_plan_create(ctx, g, &o, &p));
+    ps_graph_destroy(g);
+}
+
 int main(void)
 {
     test_create_and_inputs();
@@ -791,7 +854,10 @@ int main(void)
     if (ge_engine_present()) {
         ps_context *ctx = NULL;
         TU_OK(ps_context_create(NULL, &ctx));
-        if (ctx) test_engine(ctx);
+        if (ctx) {
+            test_engine(ctx);
+            test_engine_tiles(ctx);
+        }
         ps_context_destroy(ctx);
     } else {
         printf("test_graph_api: SKIPPED the planning and execution checks: the library has no graph engine "
