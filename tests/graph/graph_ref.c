@@ -77,12 +77,12 @@ static int fail(gr_eval *ev, const char *fmt, ...)
 
 /* floor(a / b) for b > 0, written from the remainder (not the formula the
  * builder uses, so a shared mistake is unlikely). */
-static int64_t fdiv(int64_t a, int64_t b)
+static int64_t div_floor(int64_t a, int64_t b)
 {
     int64_t q = a / b, r = a % b;
     return (r != 0 && r < 0) ? q - 1 : q;
 }
-static int64_t cdiv(int64_t a, int64_t b)
+static int64_t div_ceil(int64_t a, int64_t b)
 {
     int64_t q = a / b, r = a % b;
     return (r != 0 && r > 0) ? q + 1 : q;
@@ -294,9 +294,13 @@ static int derive_domain(const ps_graph *g, const gr_eval *ev, int k, gr_tensor 
             dxmax = nd->dx[i] > dxmax ? nd->dx[i] : dxmax;
         }
         if (nd->boundary != PS_BOUNDARY_VALID) dymin = dymax = dxmin = dxmax = 0;
-        /* y such that in.y0 <= sy*y + dymin and sy*y + dymax <= in.y0 + in.h - 1 */
-        const int64_t ya = cdiv(in->y0 - dymin, nd->sy), yb = fdiv(in->y0 + in->h - 1 - dymax, nd->sy);
-        const int64_t xa = cdiv(in->x0 - dxmin, nd->sx), xb = fdiv(in->x0 + in->w - 1 - dxmax, nd->sx);
+        /* y such that in.y0 <= sy*y + dymin and sy*y + dymax <= in.y0 + in.h - 1
+         * (the builder keeps offsets within 2^28 and coordinates far from
+         * 2^63, or this reference's arithmetic would overflow first) */
+        if (in->y0 > INT64_MAX / 4 || in->y0 < INT64_MIN / 4 || in->x0 > INT64_MAX / 4 || in->x0 < INT64_MIN / 4)
+            return fail(err, "tensor %d (\"%s\"): its input's domain starts beyond 2^61", k, nd->name);
+        const int64_t ya = div_ceil(in->y0 - dymin, nd->sy), yb = div_floor(in->y0 + in->h - 1 - dymax, nd->sy);
+        const int64_t xa = div_ceil(in->x0 - dxmin, nd->sx), xb = div_floor(in->x0 + in->w - 1 - dxmax, nd->sx);
         t->y0 = ya;
         t->x0 = xa;
         t->h = yb - ya + 1;
@@ -337,17 +341,15 @@ static int derive_domain(const ps_graph *g, const gr_eval *ev, int k, gr_tensor 
         t->c = in->c;
         if (nd->resample == PS_RESAMPLE_DOWN2_AVERAGE) {
             /* like a stride-2 stencil: the y with 2y inside the input's rows */
-            t->y0 = cdiv(in->y0, 2);
-            t->x0 = cdiv(in->x0, 2);
-            t->h = fdiv(in->y0 + in->h - 1, 2) - t->y0 + 1;
-            t->w = fdiv(in->x0 + in->w - 1, 2) - t->x0 + 1;
-        } else {
-            /* every y with floor(y / 2) inside the input's rows */
-            t->y0 = 2 * in->y0;
-            t->x0 = 2 * in->x0;
-            t->h = 2 * in->h;
-            t->w = 2 * in->w;
-        }
+            t->y0 = div_ceil(in->y0, 2);
+            t->x0 = div_ceil(in->x0, 2);
+            t->h = div_floor(in->y0 + in->h - 1, 2) - t->y0 + 1;
+            t->w = div_floor(in->x0 + in->w - 1, 2) - t->x0 + 1;
+        } else if (__builtin_mul_overflow(in->y0, (int64_t)2, &t->y0) || __builtin_mul_overflow(in->x0, (int64_t)2, &t->x0) ||
+                   __builtin_mul_overflow(in->h, (int64_t)2, &t->h) || __builtin_mul_overflow(in->w, (int64_t)2, &t->w)) {
+            return fail(err, "tensor %d (\"%s\"): upsampling doubles coordinates past 2^63, but the builder accepted it", k,
+                        nd->name);
+        } /* else: every y with floor(y / 2) inside the input's rows */
         break;
     default: return fail(err, "tensor %d: unknown node kind %d", k, (int)nd->kind);
     }
@@ -465,7 +467,7 @@ static void eval_resample(const ps_node *nd, const gr_tensor *in, gr_tensor *t, 
                     int64_t ry[2], rx[2];
                     double wy[2], wx[2];
                     if (nd->resample == PS_RESAMPLE_UP2_NEAREST) {
-                        const int64_t j = at(in, img, fdiv(y, 2), fdiv(x, 2), ch);
+                        const int64_t j = at(in, img, div_floor(y, 2), div_floor(x, 2), ch);
                         t->v[i] = in->v[j];
                         t->e[i] = in->e[j];
                         continue;
@@ -505,7 +507,9 @@ static void eval_resample(const ps_node *nd, const gr_tensor *in, gr_tensor *t, 
                 }
 }
 
-int gr_eval_graph(const ps_graph *g, const float *const *inputs, gr_eval *ev)
+/* The domain of every tensor (no values): inputs from their info, stages
+ * from the definitions, each checked against what the builder recorded. */
+static int derive_all(const ps_graph *g, gr_eval *ev)
 {
     memset(ev, 0, sizeof *ev);
     const int n = ps_graph_num_tensors(g);
@@ -524,34 +528,54 @@ int gr_eval_graph(const ps_graph *g, const float *const *inputs, gr_eval *ev)
             return fail(ev, "tensor %d: tensor_info says is_input %d, node kind %d", k, info.is_input, (int)nd->kind);
         for (int j = 0; j < nd->n_in; j++)
             if (nd->in[j] < 0 || nd->in[j] >= k) return fail(ev, "tensor %d reads tensor %d (not earlier)", k, nd->in[j]);
+        if (nd->kind != PS_NODE_INPUT) {
+            if (derive_domain(g, ev, k, t, ev)) return -1;
+            continue;
+        }
+        /* inputs start at (0, 0); their tensor info is their domain */
+        t->n = info.n;
+        t->c = info.c;
+        t->y0 = t->x0 = 0;
+        t->h = info.h;
+        t->w = info.w;
+        if (info.y0 != 0 || info.x0 != 0 || nd->dom.y0 != 0 || nd->dom.x0 != 0 || nd->dom.h != info.h || nd->dom.w != info.w)
+            return fail(ev, "input tensor %d: domain does not start at (0, 0) or disagrees with its info", k);
+    }
+    return 0;
+}
+
+int gr_check_domains(const ps_graph *g, char *msg, size_t len)
+{
+    gr_eval ev;
+    const int rc = derive_all(g, &ev);
+    if (rc && msg && len) snprintf(msg, len, "%s", ev.msg);
+    gr_eval_free(&ev);
+    return rc;
+}
+
+int gr_eval_graph(const ps_graph *g, const float *const *inputs, gr_eval *ev)
+{
+    if (derive_all(g, ev)) return -1;
+    for (int k = 0; k < ev->n; k++) {
+        const ps_node *nd = &g->nodes[k];
+        gr_tensor *t = &ev->t[k];
+        if (!alloc_tensor(t)) return fail(ev, "out of memory");
         if (nd->kind == PS_NODE_INPUT) {
-            /* inputs start at (0, 0); their tensor info is their domain */
-            t->n = info.n;
-            t->c = info.c;
-            t->y0 = t->x0 = 0;
-            t->h = info.h;
-            t->w = info.w;
-            if (info.y0 != 0 || info.x0 != 0 || nd->dom.y0 != 0 || nd->dom.x0 != 0 || nd->dom.h != info.h ||
-                nd->dom.w != info.w)
-                return fail(ev, "input tensor %d: domain does not start at (0, 0) or disagrees with its info", k);
             int which = -1;
             for (int i = 0; i < ps_graph_num_inputs(g); i++)
                 if (ps_graph_input(g, i) == k) which = i;
             if (which < 0) return fail(ev, "input tensor %d is not among ps_graph_input(0..%d)", k, ps_graph_num_inputs(g) - 1);
-            if (!alloc_tensor(t)) return fail(ev, "out of memory");
             const float *src = inputs[which];
             for (int64_t img = 0; img < t->n; img++)
                 for (int64_t y = 0; y < t->h; y++)
                     for (int64_t x = 0; x < t->w; x++)
                         for (int64_t ch = 0; ch < t->c; ch++) {
                             const int64_t i = at(t, img, y, x, ch);
-                            t->v[i] = src[gr_index(info.layout, t->c, t->h, t->w, img, ch, y, x)];
+                            t->v[i] = src[gr_index(nd->layout, t->c, t->h, t->w, img, ch, y, x)];
                             t->e[i] = 0;
                         }
             continue;
         }
-        if (derive_domain(g, ev, k, t, ev)) return -1;
-        if (!alloc_tensor(t)) return fail(ev, "out of memory");
         int bad = 0;
         switch (nd->kind) {
         case PS_NODE_STENCIL: eval_stencil(nd, &ev->t[nd->in[0]], t, &bad); break;

@@ -26,6 +26,7 @@
 #ifndef PS_TESTS_GRAPH_REF_H
 #define PS_TESTS_GRAPH_REF_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -62,6 +63,11 @@ typedef struct gr_eval {
  * ev either way. */
 int gr_eval_graph(const ps_graph *g, const float *const *inputs, gr_eval *ev);
 void gr_eval_free(gr_eval *ev);
+
+/* Derives every tensor's domain from the definitions and compares it with
+ * the builder's, without computing values (for graphs too large to
+ * evaluate). Returns 0, or -1 with the reason in msg. */
+int gr_check_domains(const ps_graph *g, char *msg, size_t len);
 
 /* Elements of graph input / output number i as the user stores them
  * (n * h * w * c of its tensor info: the stored region for outputs). */
