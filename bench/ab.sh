@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Two builds of polysci, A (old) and B (new), against oneDNN, in alternating
-# processes: how engine changes are accepted or rejected (docs/performance.md).
-# Timings of schedules inside one process (--candidates) can differ from the
-# plans' own processes (session 13: whole-row blocks won 15% as candidates and
+# processes: how engine changes are accepted or rejected. Timings of schedules
+# inside one process (--candidates) can differ from the plans' own processes
+# (where each plan's buffers land, which pages and cache sets they share, is a
+# property of the process: a blocking that wins 15% as a candidate can win
 # nothing as a binary), so a change is judged binary against binary.
 #
 # usage: bench/ab.sh OLD_POLYSCI NEW_POLYSCI ROUNDS OUTDIR -- BENCH_ARGS...
 #   e.g. git worktree add /tmp/old HEAD~1 && (cd /tmp/old && bash scripts/build.sh)
 #        bench/ab.sh /tmp/old/build/tools/polysci build/tools/polysci 3 /tmp/ab -- \
-#            conv --layers ../shared/layers/resnet50.txt --only resnet_1 --N 2 --reps 11
+#            conv --layers resnet50 --only resnet_1 --N 2 --reps 11
 # ROUNDS rounds of (old, new), each one `polysci bench ARGS --threads T --vs
 # onednn --csv OUTDIR/{old,new}_I.csv`; prints each process's geomean ratio and,
 # per layer, the ratios of every round side by side. THREADS (default 2).

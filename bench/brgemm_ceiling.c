@@ -14,8 +14,7 @@
  * >= R x m), so a C working set of R x c-chunks blocks comes from memory
  * with the leading dimension of the user's C.
  * Comparing a plan's GFLOP/s with this ceiling for its kernel shape separates
- * the kernel's limit from what the outer loops and the memory system cost
- * (docs/performance.md, "GEMM: where the gap is"). */
+ * the kernel's limit from what the outer loops and the memory system cost. */
 #include <libxsmm.h>
 #include <omp.h>
 #include <stdio.h>

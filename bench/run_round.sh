@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
-# One round of the parity study (docs/performance.md, "Where the parity goals
-# stand"): the default plans vs oneDNN on every conv set of ../shared/layers
-# at N=2 and N=1, then the GEMM shapes vs dnnl_sgemm; 2 threads; one process
-# per set and batch size, one after the other. Writes SET_N2.csv, SET_N1.csv,
+# One round of the parity study: the default plans vs oneDNN on every conv
+# set of bench/layers at N=2 and N=1, then the GEMM shapes vs dnnl_sgemm;
+# 2 threads; one process per set and batch size, one after the other. Writes SET_N2.csv, SET_N1.csv,
 # gemm.csv and their logs into OUTDIR and prints each geomean.
 #
-# usage: bench/run_round.sh OUTDIR      (after scripts/build.sh; ~4.5 min on the VM)
+# usage: bench/run_round.sh OUTDIR      (after scripts/build.sh; ~4.5 min on 2 cores)
 # Environment overrides: POLYSCI (the CLI), LAYERS_DIR, THREADS.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${1:?usage: bench/run_round.sh OUTDIR}"
 P="${POLYSCI:-$ROOT/build/tools/polysci}"
-LAYERS_DIR="${LAYERS_DIR:-$ROOT/../shared/layers}"
+LAYERS_DIR="${LAYERS_DIR:-$ROOT/bench/layers}"
 THREADS="${THREADS:-2}"
 mkdir -p "$OUT"
 [ -x "$P" ] || { echo "run_round.sh: $P not built (bash scripts/build.sh)" >&2; exit 1; }

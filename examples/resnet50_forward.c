@@ -2,7 +2,7 @@
  *
  *   resnet50_forward LAYERS_FILE [REPS]
  *
- * LAYERS_FILE is shared/layers/resnet50.txt: one layer per line,
+ * LAYERS_FILE is bench/layers/resnet50.txt: one layer per line,
  * "name H W C K R S stride pad_h pad_w" ('#' starts a comment). For each
  * layer, the way a framework would run it: plan once (the planner picks the
  * schedule), pack random weights once, then execute on a random NHWC input
@@ -192,7 +192,7 @@ out:
 int main(int argc, char **argv)
 {
     if (argc < 2 || argc > 3) {
-        fprintf(stderr, "usage: %s LAYERS_FILE [REPS]   (LAYERS_FILE: shared/layers/resnet50.txt)\n", argv[0]);
+        fprintf(stderr, "usage: %s LAYERS_FILE [REPS]   (LAYERS_FILE: bench/layers/resnet50.txt)\n", argv[0]);
         return 2;
     }
     int reps = argc == 3 ? atoi(argv[2]) : 5;
@@ -202,11 +202,6 @@ int main(int argc, char **argv)
     }
     FILE *f = fopen(argv[1], "r");
     if (!f) {
-        if (errno == ENOENT) {
-            printf("SKIP: resnet50_forward: layers file %s not found (the shared/ folder next to the "
-                   "repository holds it)\n", argv[1]);
-            return 77;
-        }
         fprintf(stderr, "resnet50_forward: %s: %s\n", argv[1], strerror(errno));
         return 1;
     }

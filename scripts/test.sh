@@ -15,6 +15,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install build --prefix "$tmp" >/dev/null
 bash examples/consumer/check.sh "$tmp"
+# The installed CLI finds the layer sets in its own prefix (share/polysci/layers).
+demo=$("$tmp/bin/polysci" demo --layers googlenet --reps 1)
+grep -q "demo: $tmp/share/polysci/layers/googlenet.txt$" <<<"$demo" ||
+  { echo "test.sh: the installed polysci does not read $tmp/share/polysci/layers" >&2; exit 1; }
 # The whole ctest suite again under AddressSanitizer + UndefinedBehaviorSanitizer
 # (LeakSanitizer included): its own build in build-asan/ (CMakePresets.json).
 bash scripts/sanitize.sh

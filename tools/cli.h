@@ -25,8 +25,11 @@ int cmd_info(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_rank(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_pipeline(int argc, char **argv);
+/* polysci bench pipeline (cmd_bench_pipeline.c), dispatched by cmd_bench. */
+int cli_bench_pipeline(int argc, char **argv);
 
-/* Names of the ps_ranker values, in enum order ("default", "cost", "dnn", "none"). */
+/* Names of the ps_ranker values, in enum order ("default", "cost", "dnn", "none", "volume"). */
 extern const char *const cli_ranker_names[5];
 
 /* ---- strict option parsing (cli_args.c) ---- */
@@ -63,9 +66,49 @@ int cli_parse_double(const char *cmd, const char *opt, const char *text, double 
 int cli_choice(const char *cmd, const char *opt, const char *text, const char *const *choices,
                int n_choices);
 
+#define CLI_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- planning and checking options shared by run / demo / bench / rank (cli_args.c) ----
+ * Put the CLI_*_OPT entries a command has into its option table, parse, then
+ * cli_plan_args_options / cli_check_args_valid validate them. */
+typedef struct cli_plan_args {
+    int64_t threads;    /* --threads T: 0 = OpenMP's default */
+    const char *ranker; /* --ranker NAME (cli_ranker_names) */
+    int64_t top_k;      /* --top-k K */
+    int no_cache;       /* --no-cache */
+} cli_plan_args;
+
+#define CLI_THREADS_OPT(p, min, help) {"threads", CLI_OPT_INT, &(p).threads, min, 4096, help, 0}
+#define CLI_RANKER_OPT_HELP(p, help) {"ranker", CLI_OPT_STRING, &(p).ranker, 0, 0, help, 0}
+#define CLI_RANKER_OPT(p) CLI_RANKER_OPT_HELP(p, "NAME  planner's ranker: default, cost, volume, dnn or none")
+#define CLI_TOP_K_OPT(p)                                                                                \
+    {"top-k", CLI_OPT_INT, &(p).top_k, 0, 1000000,                                                      \
+     "K  time the default and the K best-ranked schedules (ranker default: DNN), keep the fastest", 0}
+#define CLI_NO_CACHE_OPT(p) {"no-cache", CLI_OPT_FLAG, &(p).no_cache, 0, 0, "bypass the context's plan cache", 0}
+
+/* threads 0, ranker "default", top_k 0, no_cache 0. */
+void cli_plan_args_defaults(cli_plan_args *p);
+/* The ps_ranker named by p->ranker into *ranker and, when po is not NULL,
+ * ps_plan_options with the arguments (num_threads, ranker, top_k, flags).
+ * CLI_OK, or CLI_USAGE with a message for an unknown ranker. */
+int cli_plan_args_options(const char *cmd, const cli_plan_args *p, ps_ranker *ranker, ps_plan_options *po);
+
+typedef struct cli_check_args {
+    double tol;   /* --tol X: max error relative to max|reference| */
+    int64_t seed; /* --seed S: of the random operands */
+} cli_check_args;
+
+#define CLI_CHECK_OPTS(c)                                                                               \
+    {"tol", CLI_OPT_FLOAT, &(c).tol, 0, 0, "X  max error relative to max|reference| (default 1e-4)", 0}, \
+    {"seed", CLI_OPT_INT, &(c).seed, 0, INT64_MAX, "S  seed of the random operands (default 1)", 0}
+
+/* tol 1e-4, seed 1. */
+void cli_check_args_defaults(cli_check_args *c);
+/* CLI_OK, or CLI_USAGE with a message (a negative tolerance). */
+int cli_check_args_valid(const char *cmd, const cli_check_args *c);
+
 /* ---- shape options shared by run / analyze / rank (cli_shape.c) ---- */
 #define CLI_DIM_MAX INT32_MAX
-#define CLI_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 extern const char *const cli_layout_names[2]; /* "nhwc", "nchw": ps_act_layout order */
 extern const char *const cli_weight_names[3]; /* "kcrs", "krsc", "rsck": ps_weight_layout order */
@@ -149,15 +192,28 @@ int cli_gemm_shape_desc(const char *cmd, const cli_gemm_shape *s, const cli_opt 
                         ps_desc *desc);
 void cli_gemm_shape_text(const ps_desc *desc, char *buf, size_t len);
 void cli_gemm_json_shape(FILE *f, const ps_desc *desc);
+/* cli_conv_json_shape or cli_gemm_json_shape, by desc->kind. */
+void cli_json_shape(FILE *f, const ps_desc *desc);
+
+/* Parses the arguments of `polysci CMD conv|gemm`: the shape options of `kind`
+ * (CLI_CONV_SHAPE_OPTS / CLI_GEMM_SHAPE_OPTS) followed by the command's own
+ * options `own` (their `seen` flags are set as by cli_parse), then builds and
+ * validates *desc and its text form (cli_conv_shape_text / cli_gemm_shape_text)
+ * into shape. Returns CLI_OK, CLI_USAGE (message printed), or -1 after
+ * printing `usage` and the option list to stdout for --help. */
+int cli_parse_op(const char *cmd, ps_op_kind kind, int argc, char **argv, cli_opt *own, size_t n_own,
+                 const char *usage, ps_desc *desc, char *shape, size_t shape_len);
 
 /* ---- layers files (cli_layers.c) ---- */
 typedef struct cli_layer {
     char name[64];
     ps_desc desc;
 } cli_layer;
-/* Resolves a layers argument: an existing path as given; else a bare name looked
- * up in shared/layers/ (with or without ".txt"); arg NULL: default_name there.
- * Returns 0, or -1 with a message. */
+/* Resolves a layers argument: an existing path as given; else a bare name
+ * (with or without ".txt"; arg NULL: default_name) looked up in the layer sets
+ * the repository ships (bench/layers/): first the installed copy,
+ * <prefix>/share/polysci/layers beside the executable's <prefix>/bin, then the
+ * source tree the executable was built from. Returns 0, or -1 with a message. */
 int cli_resolve_layers(const char *cmd, const char *arg, const char *default_name, char *path, size_t len);
 /* Reads "name H W C K R S stride pad_h pad_w" (conv; batch, act layout and post-ops
  * as given) or "name M N K" (gemm, column-major) lines; '#' starts a comment.
@@ -198,11 +254,6 @@ int cli_dispatch_op(const char *cmd, const char *usage, int argc, char **argv,
 int cli_progress_enabled(void);
 /* Writes s as a JSON string literal (with quotes). */
 void cli_json_string(FILE *f, const char *s);
-/* Finds the shared/ folder (with layers/ inside): $POLYSCI_SHARED, then the
- * ancestors of the executable's folder, of the source tree and of the working
- * folder (each X tried as X/shared), finally the source tree's bench/ (which
- * keeps copies of the layer lists). Returns 1 and fills buf on success. */
-int cli_find_shared(char *buf, size_t len);
 
 /* ---- double-precision references (reference.c) ---- */
 /* dst: N*K*OH*OW doubles in d->layout. weights in d->weight_layout, bias K

@@ -1,4 +1,4 @@
-/* polysci CLI — strict option parsing. */
+/* polysci CLI — strict option parsing; the planning and checking options. */
 #include "cli.h"
 
 #include <ctype.h>
@@ -152,4 +152,42 @@ void cli_print_options(FILE *f, const cli_opt *opts, size_t n_opts)
         }
         fprintf(f, "  %-26s %s\n", left, help);
     }
+}
+
+void cli_plan_args_defaults(cli_plan_args *p)
+{
+    p->threads = 0;
+    p->ranker = "default";
+    p->top_k = 0;
+    p->no_cache = 0;
+}
+
+int cli_plan_args_options(const char *cmd, const cli_plan_args *p, ps_ranker *ranker, ps_plan_options *po)
+{
+    int r = cli_choice(cmd, "ranker", p->ranker, cli_ranker_names, (int)CLI_ARRAY_LEN(cli_ranker_names));
+    if (r < 0) return CLI_USAGE;
+    *ranker = (ps_ranker)r;
+    if (po) {
+        ps_plan_options_init(po);
+        po->num_threads = (int)p->threads;
+        po->ranker = *ranker;
+        po->top_k = (int)p->top_k;
+        po->flags = p->no_cache ? PS_PLAN_NO_CACHE : 0u;
+    }
+    return CLI_OK;
+}
+
+void cli_check_args_defaults(cli_check_args *c)
+{
+    c->tol = 1e-4;
+    c->seed = 1;
+}
+
+int cli_check_args_valid(const char *cmd, const cli_check_args *c)
+{
+    if (c->tol < 0.0) {
+        fprintf(stderr, "polysci %s: invalid value for --tol: must be >= 0\n", cmd);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
 }

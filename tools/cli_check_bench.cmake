@@ -1,8 +1,11 @@
 # ctest helper for the `polysci bench` smoke tests (cmake -P):
 #   -DCLI=<polysci> -DARGS="bench|conv|...|--csv|<file>" -DCSV=<file> -DHEADER=<first line>
 #   -DROWS=<data rows expected> [-DDIST=<file> -DDIST_HEADER=<first line> [-DDIST_ROWS=<exact rows>]]
+#   [-DEXPECT=<regex stdout must match>] [-DNONEMPTY=<col|col...>] [-DEMPTY=<col|col...>]
 # Runs the command (exit status must be 0), then checks the CSV's header line
 # exactly and its number of data rows; the same for the --dist file if given.
+# NONEMPTY / EMPTY: CSV columns that must have a value / no value in every data
+# row (fields are split at commas: the quoted ones hold none).
 foreach(v CLI ARGS CSV HEADER ROWS)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "cli_check_bench.cmake: -D${v}=... missing")
@@ -13,9 +16,13 @@ file(REMOVE "${CSV}")
 if(DEFINED DIST)
   file(REMOVE "${DIST}")
 endif()
-execute_process(COMMAND "${CLI}" ${_args} RESULT_VARIABLE _rc)
+execute_process(COMMAND "${CLI}" ${_args} RESULT_VARIABLE _rc OUTPUT_VARIABLE _out)
+message("${_out}")
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "polysci ${ARGS} exited with ${_rc}")
+endif()
+if(DEFINED EXPECT AND NOT _out MATCHES "${EXPECT}")
+  message(FATAL_ERROR "the output does not match\n  ${EXPECT}")
 endif()
 
 function(check_csv file header min_rows exact)
@@ -46,3 +53,30 @@ if(DEFINED DIST)
     check_csv("${DIST}" "${DIST_HEADER}" ${ROWS} FALSE) # at least one variant per layer
   endif()
 endif()
+
+# Every data row of the CSV has a value in the NONEMPTY columns and none in the EMPTY ones.
+file(STRINGS "${CSV}" _lines)
+list(GET _lines 0 _head)
+string(REPLACE "," ";" _head "${_head}")
+list(REMOVE_AT _lines 0)
+foreach(_want NONEMPTY EMPTY)
+  if(NOT DEFINED ${_want})
+    continue()
+  endif()
+  string(REPLACE "|" ";" _cols "${${_want}}")
+  foreach(_col ${_cols})
+    list(FIND _head "${_col}" _i)
+    if(_i LESS 0)
+      message(FATAL_ERROR "${CSV}: no column ${_col}")
+    endif()
+    foreach(_line ${_lines})
+      # One ";" per field, so that empty fields keep their places in the list.
+      string(REPLACE "," ";_" _f "_${_line}")
+      list(GET _f ${_i} _v)
+      if((_want STREQUAL "NONEMPTY" AND _v STREQUAL "_") OR (_want STREQUAL "EMPTY" AND NOT _v STREQUAL "_"))
+        message(FATAL_ERROR "${CSV}: column ${_col} is ${_v} in\n  ${_line}")
+      endif()
+    endforeach()
+    message(STATUS "${CSV}: column ${_col}: ${_want} in every row")
+  endforeach()
+endforeach()

@@ -1,4 +1,5 @@
-/* polysci CLI — layers files (shared/layers/NAME.txt), used by `demo` and `bench`. */
+/* polysci CLI — layers files (bench/layers/NAME.txt, installed as
+ * share/polysci/layers/), used by `demo` and `bench`. */
 #include "cli.h"
 
 #include <errno.h>
@@ -6,11 +7,46 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static int file_exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The folders a bare layers name is looked up in, in order; returns how many.
+ * POLYSCI_LAYERS_FROM_BINDIR is the install tree's share/polysci/layers
+ * relative to its bin/ (tools/CMakeLists.txt), so an installed polysci finds
+ * its copy wherever the prefix is; POLYSCI_SOURCE_LAYERS is the source tree's
+ * bench/layers, for the executable in the build tree. */
+static int layers_dirs(char dirs[2][4096])
+{
+    int n = 0;
+#ifdef POLYSCI_LAYERS_FROM_BINDIR
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            int w = snprintf(dirs[n], sizeof dirs[n], "%s/%s", exe, POLYSCI_LAYERS_FROM_BINDIR);
+            if (w > 0 && (size_t)w < sizeof dirs[n]) {
+                char *real = realpath(dirs[n], NULL);
+                if (real) {
+                    snprintf(dirs[n], sizeof dirs[n], "%s", real);
+                    free(real);
+                    n++;
+                }
+            }
+        }
+    }
+#endif
+#ifdef POLYSCI_SOURCE_LAYERS
+    snprintf(dirs[n++], sizeof dirs[0], "%s", POLYSCI_SOURCE_LAYERS);
+#endif
+    return n;
 }
 
 int cli_resolve_layers(const char *cmd, const char *arg, const char *default_name, char *path, size_t len)
@@ -23,19 +59,18 @@ int cli_resolve_layers(const char *cmd, const char *arg, const char *default_nam
         fprintf(stderr, "polysci %s: cannot read layers file '%s': %s\n", cmd, arg, strerror(ENOENT));
         return -1;
     }
-    char shared[4096];
-    if (!cli_find_shared(shared, sizeof shared)) {
-        fprintf(stderr, "polysci %s: %s%s%s not found and no shared/ folder located; "
-                        "pass --layers FILE or set POLYSCI_SHARED=/path/to/shared\n",
-                cmd, arg ? "layers file '" : "default layers file", arg ? arg : "", arg ? "'" : "");
-        return -1;
-    }
     const char *name = arg ? arg : default_name;
-    int n = snprintf(path, len, "%s/layers/%s", shared, name);
-    if (n > 0 && (size_t)n < len && file_exists(path)) return 0;
-    n = snprintf(path, len, "%s/layers/%s.txt", shared, name);
-    if (n > 0 && (size_t)n < len && file_exists(path)) return 0;
-    fprintf(stderr, "polysci %s: layers file '%s' not found (looked in %s/layers/)\n", cmd, name, shared);
+    char dirs[2][4096];
+    int n_dirs = layers_dirs(dirs);
+    for (int i = 0; i < n_dirs; i++) {
+        int n = snprintf(path, len, "%s/%s", dirs[i], name);
+        if (n > 0 && (size_t)n < len && file_exists(path)) return 0;
+        n = snprintf(path, len, "%s/%s.txt", dirs[i], name);
+        if (n > 0 && (size_t)n < len && file_exists(path)) return 0;
+    }
+    fprintf(stderr, "polysci %s: layers file '%s' not found (looked in", cmd, name);
+    for (int i = 0; i < n_dirs; i++) fprintf(stderr, "%s %s/", i ? "," : "", dirs[i]);
+    fprintf(stderr, "%s); pass --layers with a path\n", n_dirs ? "" : " no folder");
     return -1;
 }
 

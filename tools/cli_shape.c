@@ -1,5 +1,6 @@
 /* polysci CLI — the conv and GEMM shape options shared by `run`, `analyze` and
- * `rank` (CLI_CONV_SHAPE_OPTS / CLI_GEMM_SHAPE_OPTS in cli.h). */
+ * `rank` (CLI_CONV_SHAPE_OPTS / CLI_GEMM_SHAPE_OPTS in cli.h) and the parser of
+ * their `conv|gemm` arguments (cli_parse_op). */
 #include "cli.h"
 
 #include <inttypes.h>
@@ -174,4 +175,48 @@ void cli_gemm_json_shape(FILE *f, const ps_desc *desc)
                ", \"ldc\": %" PRId64 ", \"alpha\": %.9g, \"beta\": %.9g",
             g->M, g->N, g->K, g->order == PS_ROW_MAJOR ? "row" : "col", g->trans_a ? "true" : "false",
             g->trans_b ? "true" : "false", g->lda, g->ldb, g->ldc, (double)g->alpha, (double)g->beta);
+}
+
+void cli_json_shape(FILE *f, const ps_desc *desc)
+{
+    if (desc->kind == PS_OP_GEMM) cli_gemm_json_shape(f, desc);
+    else cli_conv_json_shape(f, desc);
+}
+
+/* ---------------------------------------------------------------- parser */
+
+int cli_parse_op(const char *cmd, ps_op_kind kind, int argc, char **argv, cli_opt *own, size_t n_own,
+                 const char *usage, ps_desc *desc, char *shape, size_t shape_len)
+{
+    cli_conv_shape cs;
+    cli_gemm_shape gs;
+    cli_conv_shape_defaults(&cs);
+    cli_gemm_shape_defaults(&gs);
+    const cli_opt conv_opts[] = {CLI_CONV_SHAPE_OPTS(cs)}, gemm_opts[] = {CLI_GEMM_SHAPE_OPTS(gs)};
+    const int gemm = kind == PS_OP_GEMM;
+    const size_t n_shape = gemm ? CLI_ARRAY_LEN(gemm_opts) : CLI_ARRAY_LEN(conv_opts);
+    cli_opt opts[64];
+    if (n_shape + n_own > CLI_ARRAY_LEN(opts)) {
+        fprintf(stderr, "polysci %s: too many options (%zu)\n", cmd, n_shape + n_own);
+        return CLI_FAIL;
+    }
+    memcpy(opts, gemm ? gemm_opts : conv_opts, n_shape * sizeof *opts);
+    memcpy(opts + n_shape, own, n_own * sizeof *opts);
+    const size_t n = n_shape + n_own;
+    int rc = cli_parse(cmd, argc, argv, opts, n);
+    for (size_t i = 0; i < n_own; i++) own[i].seen = opts[n_shape + i].seen;
+    if (rc < 0) {
+        fputs(usage, stdout);
+        cli_print_options(stdout, opts, n);
+        return -1;
+    }
+    if (rc) return rc;
+    if (gemm) {
+        if ((rc = cli_gemm_shape_desc(cmd, &gs, opts, n, desc))) return rc;
+        cli_gemm_shape_text(desc, shape, shape_len);
+    } else {
+        if ((rc = cli_conv_shape_desc(cmd, &cs, opts, n, desc))) return rc;
+        cli_conv_shape_text(desc, shape, shape_len);
+    }
+    return CLI_OK;
 }

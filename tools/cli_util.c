@@ -1,10 +1,9 @@
-/* polysci CLI — timing, buffers, error reporting, locating shared/. */
+/* polysci CLI — timing, buffers, error reporting. */
 #include "cli.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -134,71 +133,6 @@ void cli_json_string(FILE *f, const char *s)
         }
     }
     fputc('"', f);
-}
-
-static int is_dir(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static int shared_in(const char *dir, char *buf, size_t len)
-{
-    char cand[4096], layers[4200];
-    if (snprintf(cand, sizeof cand, "%s/shared", dir) >= (int)sizeof cand) return 0;
-    snprintf(layers, sizeof layers, "%s/layers", cand);
-    if (!is_dir(layers)) return 0;
-    char *real = realpath(cand, NULL);
-    snprintf(buf, len, "%s", real ? real : cand);
-    free(real);
-    return 1;
-}
-
-/* Tries DIR/shared for DIR = start and each of its ancestors. */
-static int shared_upwards(const char *start, char *buf, size_t len)
-{
-    char *dir = realpath(start, NULL);
-    if (!dir) return 0;
-    for (;;) {
-        if (shared_in(dir, buf, len)) {
-            free(dir);
-            return 1;
-        }
-        char *slash = strrchr(dir, '/');
-        if (!slash || slash == dir) break;
-        *slash = '\0';
-    }
-    free(dir);
-    return 0;
-}
-
-int cli_find_shared(char *buf, size_t len)
-{
-    const char *env = getenv("POLYSCI_SHARED");
-    if (env && *env) {
-        char layers[4200];
-        snprintf(layers, sizeof layers, "%s/layers", env);
-        if (is_dir(layers)) {
-            snprintf(buf, len, "%s", env);
-            return 1;
-        }
-        fprintf(stderr, "polysci: warning: POLYSCI_SHARED=%s has no layers/ folder; ignored\n", env);
-    }
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            if (shared_upwards(exe, buf, len)) return 1;
-        }
-    }
-#ifdef POLYSCI_SOURCE_DIR
-    if (shared_upwards(POLYSCI_SOURCE_DIR, buf, len)) return 1;
-#endif
-    if (shared_upwards(".", buf, len)) return 1;
-    return 0;
 }
 
 int cli_dispatch_op(const char *cmd, const char *usage, int argc, char **argv,

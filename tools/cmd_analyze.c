@@ -19,8 +19,7 @@ typedef struct analyze_args {
 #define ANALYZE_OPTS(a)                                                                                   \
     {"schedule", CLI_OPT_STRING, &(a).schedule, 0, 0,                                                    \
      "TEXT  analyse this schedule; 'planner' = the planner's choice, 'default' = ps_schedule_default", 0}, \
-    {"threads", CLI_OPT_INT, &(a).threads, 1, 4096,                                                      \
-     "T  threads the parallel band is split over (default: OpenMP's)", 0},                               \
+    CLI_THREADS_OPT(a, 1, "T  threads the parallel band is split over (default: OpenMP's)"),             \
     {"method", CLI_OPT_STRING, &(a).method, 0, 0,                                                        \
      "M  fast (closed form, default) or isl (Algorithm 1 on isl sets; small problems only)", 0},         \
     {"json", CLI_OPT_FLAG, &(a).json, 0, 0, "print the analysis as one JSON object (ps_analysis_to_json)", 0}
@@ -172,30 +171,20 @@ static int analyze_schedule(const char *cmd, const ps_desc *desc, const analyze_
 static int analyze_conv(int argc, char **argv)
 {
     const char *cmd = "analyze conv";
-    cli_conv_shape s;
-    cli_conv_shape_defaults(&s);
     analyze_args a = {NULL, "fast", 0, 0};
-    cli_opt opts[] = {
-        CLI_CONV_SHAPE_OPTS(s),
-        ANALYZE_OPTS(a),
-    };
-    size_t n_opts = CLI_ARRAY_LEN(opts);
-    int rc = cli_parse(cmd, argc, argv, opts, n_opts);
-    if (rc < 0) {
-        printf("usage: polysci analyze conv --H H --W W --C C --K K [shape options] [--schedule TEXT]\n"
-               "                            [--threads T] [--method fast|isl] [--json]\n"
-               "Cache working sets (WSmin/WSmax per data dependence, PolyScientist Alg. 1) of the\n"
-               "loop nest a schedule runs for this convolution. Without --schedule: the schedule\n"
-               "the planner chooses with default options on T threads (a plan is created).\n\n"
-               "options:\n");
-        cli_print_options(stdout, opts, n_opts);
-        return CLI_OK;
-    }
-    if (rc) return rc;
+    cli_opt own[] = {ANALYZE_OPTS(a)};
     ps_desc desc;
-    if ((rc = cli_conv_shape_desc(cmd, &s, opts, n_opts, &desc))) return rc;
     char shape[512];
-    cli_conv_shape_text(&desc, shape, sizeof shape);
+    int rc = cli_parse_op(cmd, PS_OP_CONV_FWD, argc, argv, own, CLI_ARRAY_LEN(own),
+                          "usage: polysci analyze conv --H H --W W --C C --K K [shape options] [--schedule TEXT]\n"
+                          "                            [--threads T] [--method fast|isl] [--json]\n"
+                          "Cache working sets (WSmin/WSmax per data dependence, PolyScientist Alg. 1) of the\n"
+                          "loop nest a schedule runs for this convolution. Without --schedule: the schedule\n"
+                          "the planner chooses with default options on T threads (a plan is created).\n\n"
+                          "options:\n",
+                          &desc, shape, sizeof shape);
+    if (rc < 0) return CLI_OK;
+    if (rc) return rc;
     return analyze_schedule(cmd, &desc, &a, shape);
 }
 

@@ -1,10 +1,13 @@
 /* polysci CLI — `polysci bench conv|gemm`: per layer of a layers file, in one
  * process, alternating timed trials of polysci's chosen plan, the default
- * schedule (the paper's "Microkernel" baseline) and optionally oneDNN; plan
- * creation times (cold and cache hit); with --exhaustive every ranked variant
- * is timed too, to see where the cost model's choice lands; with --candidates
- * a given list of schedules per layer joins the alternating trials (a
- * low-noise re-timing of the front runners of an exhaustive run). */
+ * schedule (the paper's "Microkernel" baseline) and optionally oneDNN (its
+ * blocked `any` layouts, plain NHWC, or both; creation times cold unless
+ * --onednn-cache); plan creation times (cold and cache hit); with
+ * --exhaustive every ranked variant is timed too, to see where the cost
+ * model's choice lands; with --candidates a given list of schedules per layer
+ * joins the alternating trials (a low-noise re-timing of the front runners of
+ * an exhaustive run); with --check-only nothing is timed, every output is
+ * checked. The table, a markdown table (--markdown) and a CSV (--csv). */
 #include "cli.h"
 
 #include <errno.h>
@@ -23,7 +26,8 @@
 
 #define CSV_HEADER                                                                                      \
     "name,N,threads,polysci_ms,onednn_ms,ratio,polysci_gflops,onednn_gflops,plan_ms,plan_warm_ms,"      \
-    "default_ms,best_ms,worst_ms,chosen_rank,n_variants"
+    "default_ms,best_ms,worst_ms,chosen_rank,n_variants,polysci_min_ms,onednn_min_ms,onednn_create_ms,"  \
+    "onednn_nhwc_ms,ratio_nhwc,onednn_nhwc_min_ms,onednn_nhwc_create_ms,onednn_impl,max_rel_err,ok,schedule"
 #define DIST_HEADER                                                                                    \
     "name,N,threads,rank_by_cost,schedule,ms,gflops,cost,ws_l1,ws_l2,ws_l3,ws_mem,kernel_m,kernel_n,kernel_k," \
     "kernel_batch,par_iters,par_eff,red_steps"
@@ -33,7 +37,11 @@ typedef struct bench_opts {
     int threads;            /* resolved: the context's */
     ps_ranker ranker;
     int top_k;              /* planner option: time the k best-ranked schedules */
-    int vs_onednn, onednn_mode, exhaustive;
+    int vs_onednn, exhaustive;
+    int onednn_nhwc;        /* oneDNN with plain NHWC activations: 0 no, 1 instead of `any`, 2 as well */
+    int check_only;         /* verify every output, time nothing */
+    int describe;           /* print each plan's description (and oneDNN's implementation) */
+    FILE *rows_out;         /* per-layer table rows: stdout, or stderr with --quiet */
     int reps, variant_reps, plan_reps;
     double min_trial_ms, warmup_ms, tol;
     uint64_t seed;
@@ -56,6 +64,9 @@ typedef struct bench_row {
     int threads;
     double flops, err;
     double ps_ms, dn_ms, plan_ms, plan_warm_ms, default_ms, best_ms, worst_ms;
+    double ps_min_ms, dn_min_ms, dn_create_ms;            /* fastest trial; oneDNN's primitive creation */
+    double dn_nhwc_ms, dn_nhwc_min_ms, dn_nhwc_create_ms; /* --onednn-mode both: the plain-NHWC primitive */
+    char dn_impl[64];       /* oneDNN's implementation name (conv) */
     int chosen_rank, n_variants;
     int ok;                 /* everything ran and matched */
 } bench_row;
@@ -233,6 +244,14 @@ static int run_onednn_conv(void *arg)
 
 /* ---------------------------------------------------------------- timing */
 
+static double minimum(const double *v, int n)
+{
+    double m = INFINITY;
+    for (int i = 0; i < n; i++)
+        if (v[i] < m) m = v[i];
+    return n > 0 ? m : NAN;
+}
+
 typedef int (*bench_fn)(void *arg);
 
 typedef struct timed {
@@ -266,11 +285,13 @@ static int calibrate(timed *t, int threads, double min_ms, double warmup_ms)
 
 /* `trials` rounds; each runs one trial of every implementation, rotating
  * which goes first. A trial that follows another implementation starts with
- * its untimed warm-up: the first executions after a switch to other buffers
- * ran up to 1.4x slower for a 72 MB layer (fastrcnn_05 at N = 2, three of
- * them), so that without a warm-up whichever implementation shares its
- * operands with its predecessor (the chosen plan and the default schedule)
- * gained (docs/performance.md, session 32). */
+ * its untimed warm-up: when a layer's operands far exceed the last-level
+ * cache, the first executions after a switch to other buffers run slower
+ * (up to 1.4x for fastrcnn_05 at N = 2, 72 MB of operands), so without a
+ * warm-up whichever implementation shares its operands with its predecessor
+ * (the chosen plan and the default schedule share them) would gain.
+ * `polysci bench conv --layers fastrcnn --only fastrcnn_05 --warmup-ms 0
+ * --vs onednn` against the default --warmup-ms shows it. */
 static int time_alternating(timed *ts, int n, int trials, int threads, double min_ms, double warmup_ms)
 {
     for (int i = 0; i < n; i++)
@@ -548,6 +569,8 @@ static int bench_layer(ps_context *ctx, const bench_opts *bo, const cli_layer *l
     row->err = NAN;
     row->ps_ms = row->dn_ms = row->plan_ms = row->plan_warm_ms = row->default_ms = NAN;
     row->best_ms = row->worst_ms = NAN;
+    row->ps_min_ms = row->dn_min_ms = row->dn_create_ms = NAN;
+    row->dn_nhwc_ms = row->dn_nhwc_min_ms = row->dn_nhwc_create_ms = NAN;
     snprintf(row->schedule, sizeof row->schedule, "-");
 
     ps_status st = ps_desc_validate(desc);
@@ -566,7 +589,8 @@ static int bench_layer(ps_context *ctx, const bench_opts *bo, const cli_layer *l
     timed *ts = NULL;
     runner *extra = NULL;
 #ifdef POLYSCI_CLI_HAVE_ONEDNN
-    onednn_conv *dn = NULL;
+    onednn_conv *dn = NULL, *dn_nhwc = NULL; /* dn_nhwc: --onednn-mode both's second primitive */
+    float *dn_nhwc_out = NULL;
     dn_gemm dg;
     memset(&dg, 0, sizeof dg);
 #endif
@@ -624,11 +648,40 @@ static int bench_layer(ps_context *ctx, const bench_opts *bo, const cli_layer *l
         if (desc->kind == PS_OP_CONV_FWD) {
             onednn_conv_params p;
             onednn_params_from_ps(desc, &p);
-            if (onednn_conv_create(&p, (onednn_conv_mode)bo->onednn_mode, &dn) ||
+            int64_t OH, OW, dOH = 0, dOW = 0;
+            ref_conv_out_size(&desc->u.conv, &OH, &OW);
+            if (onednn_conv_out_size(&p, &dOH, &dOW) || dOH != OH || dOW != OW) {
+                fprintf(stderr, "polysci bench: %s: output size %" PRId64 "x%" PRId64 ", oneDNN's %" PRId64 "x%" PRId64
+                                "\n", name, OH, OW, dOH, dOW);
+                goto out;
+            }
+            if (onednn_conv_create(&p, bo->onednn_nhwc == 1 ? ONEDNN_MODE_NHWC : ONEDNN_MODE_ANY, &dn) ||
                 onednn_conv_set_src(dn, o.src) || onednn_conv_set_weights(dn, o.wei) ||
                 onednn_conv_execute(dn) || onednn_conv_get_dst(dn, dn_out)) {
                 fprintf(stderr, "polysci bench: %s: oneDNN conv failed: %s\n", name, onednn_last_error());
                 goto out;
+            }
+            row->dn_create_ms = onednn_conv_create_ms(dn);
+            snprintf(row->dn_impl, sizeof row->dn_impl, "%s", onednn_conv_impl(dn));
+            if (bo->onednn_nhwc == 2) {
+                if (!(dn_nhwc_out = cli_alloc(o.n_out * sizeof(float)))) {
+                    layer_oom(name);
+                    goto out;
+                }
+                if (onednn_conv_create(&p, ONEDNN_MODE_NHWC, &dn_nhwc) || onednn_conv_set_src(dn_nhwc, o.src) ||
+                    onednn_conv_set_weights(dn_nhwc, o.wei) || onednn_conv_execute(dn_nhwc) ||
+                    onednn_conv_get_dst(dn_nhwc, dn_nhwc_out)) {
+                    fprintf(stderr, "polysci bench: %s: oneDNN nhwc conv failed: %s\n", name, onednn_last_error());
+                    goto out;
+                }
+                row->dn_nhwc_create_ms = onednn_conv_create_ms(dn_nhwc);
+            }
+            if (bo->describe) {
+                printf("  oneDNN %s: %s  %s  create %.2f ms\n", bo->onednn_nhwc == 1 ? "nhwc" : "any ",
+                       onednn_conv_impl(dn), onednn_conv_layouts(dn), row->dn_create_ms);
+                if (dn_nhwc)
+                    printf("  oneDNN nhwc: %s  %s  create %.2f ms\n", onednn_conv_impl(dn_nhwc),
+                           onednn_conv_layouts(dn_nhwc), row->dn_nhwc_create_ms);
             }
         } else {
             const ps_gemm_desc *g = &desc->u.gemm;
@@ -636,6 +689,13 @@ static int bench_layer(ps_context *ctx, const bench_opts *bo, const cli_layer *l
             if (run_onednn_gemm(&dg)) goto out;
         }
         for (size_t i = 0; i < o.n_out; i++) o.ref[i] = (double)dn_out[i];
+        if (dn_nhwc_out) { /* the two oneDNN primitives should agree; a difference is theirs, not polysci's */
+            ref_cmp c;
+            ref_compare(dn_nhwc_out, o.ref, o.n_out, &c);
+            if (c.n_nonfinite || c.rel_err > bo->tol)
+                fprintf(stderr, "polysci bench: %s: warning: oneDNN's nhwc and any primitives differ by %.3g of max "
+                                "|out|\n", name, c.n_nonfinite ? INFINITY : c.rel_err);
+        }
 #endif
     } else if (desc->kind == PS_OP_CONV_FWD) {
         if (ref_conv_fwd(&desc->u.conv, o.src, o.wei, NULL, o.ref)) {
@@ -656,6 +716,14 @@ static int bench_layer(ps_context *ctx, const bench_opts *bo, const cli_layer *l
     progress(bo, "[%d/%d] %s: planning", layer_no, n_layers, name);
     if (time_planning(ctx, bo, desc, name, row, &plan)) goto out;
     cli_plan_schedule_text(plan, row->schedule, sizeof row->schedule);
+    if (bo->describe) {
+        char *text = cli_plan_describe(plan);
+        if (text) {
+            size_t len = strlen(text);
+            printf("%s%s", text, len && text[len - 1] == '\n' ? "" : "\n");
+            free(text);
+        }
+    }
     int setup = runner_setup(&chosen, plan, &o, name); /* takes the plan */
     plan = NULL;
     if (setup) goto out;
@@ -667,6 +735,11 @@ static int bench_layer(ps_context *ctx, const bench_opts *bo, const cli_layer *l
     if (verify(bo, &chosen, &o, "the chosen plan", &row->err) |
         verify(bo, &deflt, &o, "the default schedule", &row->err))
         goto out;
+    if (bo->check_only) {
+        rc = CLI_OK;
+        row->ok = 1;
+        goto out;
+    }
 
     /* --candidates: the listed schedules join the alternating trials. */
     if (bo->n_cands && setup_candidates(ctx, bo, desc, &o, row, &deflt, &extra, &n_extra)) goto out;
@@ -675,12 +748,14 @@ static int bench_layer(ps_context *ctx, const bench_opts *bo, const cli_layer *l
      * candidates, oneDNN. */
     progress(bo, "[%d/%d] %s: timing", layer_no, n_layers, name);
     n_timed = 2 + n_extra;
-    if (!(samples = malloc(((size_t)n_timed + 1) * (size_t)bo->reps * sizeof *samples)) ||
-        !(ts = calloc((size_t)n_timed + 1, sizeof *ts))) {
+    int i_dn = -1, i_nhwc = -1; /* oneDNN's places among the timed implementations */
+    if (!(samples = malloc(((size_t)n_timed + 2) * (size_t)bo->reps * sizeof *samples)) ||
+        !(ts = calloc((size_t)n_timed + 2, sizeof *ts))) {
         layer_oom(name);
         goto out;
     }
-    for (int i = 0; i <= n_timed; i++) ts[i] = (timed){run_polysci, NULL, 0, 0, samples + (size_t)i * (size_t)bo->reps};
+    for (int i = 0; i < n_timed + 2; i++)
+        ts[i] = (timed){run_polysci, NULL, 0, 0, samples + (size_t)i * (size_t)bo->reps};
     ts[0].arg = &chosen;
     ts[1].arg = &deflt;
     for (int i = 0; i < n_extra; i++) ts[2 + i].arg = &extra[i];
@@ -688,13 +763,26 @@ static int bench_layer(ps_context *ctx, const bench_opts *bo, const cli_layer *l
     if (bo->vs_onednn) {
         ts[n_timed].run = desc->kind == PS_OP_CONV_FWD ? run_onednn_conv : run_onednn_gemm;
         ts[n_timed].arg = desc->kind == PS_OP_CONV_FWD ? (void *)dn : (void *)&dg;
-        n_timed++;
+        i_dn = n_timed++;
+    }
+    if (dn_nhwc) {
+        ts[n_timed].run = run_onednn_conv;
+        ts[n_timed].arg = dn_nhwc;
+        i_nhwc = n_timed++;
     }
 #endif
     if (time_alternating(ts, n_timed, bo->reps, bo->threads, bo->min_trial_ms, bo->warmup_ms)) goto out;
     row->ps_ms = cli_median(ts[0].samples, bo->reps);
+    row->ps_min_ms = minimum(ts[0].samples, bo->reps);
     row->default_ms = cli_median(ts[1].samples, bo->reps);
-    if (bo->vs_onednn) row->dn_ms = cli_median(ts[n_timed - 1].samples, bo->reps);
+    if (i_dn >= 0) {
+        row->dn_ms = cli_median(ts[i_dn].samples, bo->reps);
+        row->dn_min_ms = minimum(ts[i_dn].samples, bo->reps);
+    }
+    if (i_nhwc >= 0) {
+        row->dn_nhwc_ms = cli_median(ts[i_nhwc].samples, bo->reps);
+        row->dn_nhwc_min_ms = minimum(ts[i_nhwc].samples, bo->reps);
+    }
     progress_done(bo);
 
     rc = CLI_OK;
@@ -718,6 +806,8 @@ out:
     ps_plan_destroy(plan);
 #ifdef POLYSCI_CLI_HAVE_ONEDNN
     onednn_conv_destroy(dn);
+    onednn_conv_destroy(dn_nhwc);
+    free(dn_nhwc_out);
 #endif
     free(dn_out);
     free(samples);
@@ -735,6 +825,17 @@ static void csv_num(FILE *f, double v, const char *fmt)
 
 static double gflops(double flops, double ms) { return ms > 0.0 ? flops / (ms * 1e6) : NAN; }
 static double ratio(double num, double den) { return num > 0.0 && den > 0.0 ? num / den : NAN; }
+
+/* A CSV text field, quoted (RFC 4180: a quote doubled). */
+static void csv_str(FILE *f, const char *v)
+{
+    fputs(",\"", f);
+    for (; *v; v++) {
+        if (*v == '"') fputc('"', f);
+        fputc(*v, f);
+    }
+    fputc('"', f);
+}
 
 static void csv_row(FILE *f, const bench_row *r)
 {
@@ -755,6 +856,18 @@ static void csv_row(FILE *f, const bench_row *r)
     if (r->chosen_rank > 0) fprintf(f, "%d", r->chosen_rank);
     fputc(',', f);
     if (r->n_variants > 0) fprintf(f, "%d", r->n_variants);
+    csv_num(f, r->ps_min_ms, "%.4f");
+    csv_num(f, r->dn_min_ms, "%.4f");
+    csv_num(f, r->dn_create_ms, "%.3f");
+    csv_num(f, r->dn_nhwc_ms, "%.4f");
+    csv_num(f, ratio(r->dn_nhwc_ms, r->ps_ms), "%.4f");
+    csv_num(f, r->dn_nhwc_min_ms, "%.4f");
+    csv_num(f, r->dn_nhwc_create_ms, "%.3f");
+    if (*r->dn_impl) csv_str(f, r->dn_impl);
+    else fputc(',', f);
+    csv_num(f, r->err, "%.3e");
+    fprintf(f, ",%d", r->ok);
+    csv_str(f, r->schedule);
     fputc('\n', f);
     fflush(f);
 }
@@ -767,18 +880,21 @@ static void cell(char *buf, size_t len, double v, const char *fmt)
 
 static void table_header(const bench_opts *bo, int nw, int sw)
 {
-    printf("%-*s %-*s %10s", nw, "layer", sw, "shape", "polysci_ms");
-    if (bo->vs_onednn) printf(" %10s %7s", "onednn_ms", "ratio");
-    printf(" %8s", "GFLOP/s");
-    if (bo->vs_onednn) printf(" %8s", "dn_GF/s");
-    printf(" %10s %7s %9s %9s", "default_ms", "vs_def", "plan_ms", "warm_ms");
-    if (bo->exhaustive || bo->n_cands) printf(" %10s %10s %9s", "best_ms", "worst_ms", "rank");
-    printf("  %s\n", "schedule");
+    FILE *f = bo->rows_out;
+    fprintf(f, "%-*s %-*s %10s", nw, "layer", sw, "shape", "polysci_ms");
+    if (bo->vs_onednn) fprintf(f, " %10s %7s", "onednn_ms", "ratio");
+    if (bo->onednn_nhwc == 2) fprintf(f, " %10s %7s", "dnnhwc_ms", "r_nhwc");
+    fprintf(f, " %8s", "GFLOP/s");
+    if (bo->vs_onednn) fprintf(f, " %8s", "dn_GF/s");
+    fprintf(f, " %10s %7s %9s %9s", "default_ms", "vs_def", "plan_ms", "warm_ms");
+    if (bo->exhaustive || bo->n_cands) fprintf(f, " %10s %10s %9s", "best_ms", "worst_ms", "rank");
+    fprintf(f, " %9s  %s\n", "max_err", "schedule");
 }
 
 static void table_row(const bench_opts *bo, const bench_row *r, int nw, int sw)
 {
-    char c[12][32];
+    FILE *f = bo->rows_out;
+    char c[15][32];
     cell(c[0], 32, r->ps_ms, "%.4f");
     cell(c[1], 32, r->dn_ms, "%.4f");
     cell(c[2], 32, ratio(r->dn_ms, r->ps_ms), "%.3f");
@@ -792,14 +908,18 @@ static void table_row(const bench_opts *bo, const bench_row *r, int nw, int sw)
     cell(c[10], 32, r->worst_ms, "%.4f");
     if (r->n_variants > 0) snprintf(c[11], 32, "%d/%d", r->chosen_rank, r->n_variants);
     else snprintf(c[11], 32, "-");
-    printf("%-*s %-*s %10s", nw, r->name, sw, r->shape, c[0]);
-    if (bo->vs_onednn) printf(" %10s %7s", c[1], c[2]);
-    printf(" %8s", c[3]);
-    if (bo->vs_onednn) printf(" %8s", c[4]);
-    printf(" %10s %7s %9s %9s", c[5], c[6], c[7], c[8]);
-    if (bo->exhaustive || bo->n_cands) printf(" %10s %10s %9s", c[9], c[10], c[11]);
-    printf("  %s%s\n", r->schedule, r->ok ? "" : "  FAIL");
-    fflush(stdout);
+    cell(c[12], 32, r->dn_nhwc_ms, "%.4f");
+    cell(c[13], 32, ratio(r->dn_nhwc_ms, r->ps_ms), "%.3f");
+    cell(c[14], 32, r->err, "%.2e");
+    fprintf(f, "%-*s %-*s %10s", nw, r->name, sw, r->shape, c[0]);
+    if (bo->vs_onednn) fprintf(f, " %10s %7s", c[1], c[2]);
+    if (bo->onednn_nhwc == 2) fprintf(f, " %10s %7s", c[12], c[13]);
+    fprintf(f, " %8s", c[3]);
+    if (bo->vs_onednn) fprintf(f, " %8s", c[4]);
+    fprintf(f, " %10s %7s %9s %9s", c[5], c[6], c[7], c[8]);
+    if (bo->exhaustive || bo->n_cands) fprintf(f, " %10s %10s %9s", c[9], c[10], c[11]);
+    fprintf(f, " %9s  %s%s\n", c[14], r->schedule, r->ok ? "" : "  FAIL");
+    fflush(f);
 }
 
 /* Geometric mean of num/den over the rows where both were measured. */
@@ -817,6 +937,69 @@ static double geomean(const bench_row *rows, int n, size_t num_off, size_t den_o
     }
     *count = c;
     return c ? exp(s / c) : NAN;
+}
+
+/* Geometric mean of the nominal GFLOP/s at the time at ms_off, over the rows that have one. */
+static double geomean_gflops(const bench_row *rows, int n, size_t ms_off)
+{
+    double s = 0.0;
+    int c = 0;
+    for (int i = 0; i < n; i++) {
+        double v = gflops(rows[i].flops, *(const double *)((const char *)&rows[i] + ms_off));
+        if (!isnan(v)) {
+            s += log(v);
+            c++;
+        }
+    }
+    return c ? exp(s / c) : NAN;
+}
+
+/* --markdown: the timed columns of the table as markdown, then a geomean row. */
+static void markdown_table(const bench_opts *bo, const bench_row *rows, int n)
+{
+    const int dn = bo->vs_onednn, nhwc = bo->onednn_nhwc == 2, conv = bo->kind == PS_OP_CONV_FWD;
+    printf("\n| layer | shape |%s threads | polysci ms | polysci GFLOP/s |", conv ? " N |" : "");
+    if (dn) printf(" oneDNN ms | oneDNN GFLOP/s | ratio (oneDNN/polysci) |");
+    if (nhwc) printf(" oneDNN NHWC ms | ratio NHWC |");
+    printf(" default ms | default/polysci | plan ms |%s\n", dn && conv ? " oneDNN create ms |" : "");
+    printf("|---|---|");
+    for (int i = 0, cols = 8 + conv + 3 * dn + 2 * nhwc + (dn && conv); i < cols - 2; i++) printf("--:|");
+    printf("\n");
+    char c[10][32];
+    for (int i = 0; i < n; i++) {
+        const bench_row *r = &rows[i];
+        cell(c[0], 32, r->ps_ms, "%.4f");
+        cell(c[1], 32, gflops(r->flops, r->ps_ms), "%.1f");
+        cell(c[2], 32, r->dn_ms, "%.4f");
+        cell(c[3], 32, gflops(r->flops, r->dn_ms), "%.1f");
+        cell(c[4], 32, ratio(r->dn_ms, r->ps_ms), "%.3f");
+        cell(c[5], 32, r->dn_nhwc_ms, "%.4f");
+        cell(c[6], 32, ratio(r->dn_nhwc_ms, r->ps_ms), "%.3f");
+        cell(c[7], 32, r->default_ms, "%.4f");
+        cell(c[8], 32, ratio(r->default_ms, r->ps_ms), "%.3f");
+        cell(c[9], 32, r->plan_ms, "%.2f");
+        printf("| %s | %s |", r->name, r->shape);
+        if (conv) printf(" %" PRId64 " |", r->batch);
+        printf(" %d | %s | %s |", r->threads, c[0], c[1]);
+        if (dn) printf(" %s | %s | %s |", c[2], c[3], c[4]);
+        if (nhwc) printf(" %s | %s |", c[5], c[6]);
+        printf(" %s | %s | %s |", c[7], c[8], c[9]);
+        if (dn && conv) {
+            cell(c[0], 32, r->dn_create_ms, "%.2f");
+            printf(" %s |", c[0]);
+        }
+        printf("\n");
+    }
+    int k;
+    cell(c[0], 32, geomean_gflops(rows, n, offsetof(bench_row, ps_ms)), "%.1f");
+    cell(c[1], 32, geomean_gflops(rows, n, offsetof(bench_row, dn_ms)), "%.1f");
+    cell(c[2], 32, geomean(rows, n, offsetof(bench_row, dn_ms), offsetof(bench_row, ps_ms), &k), "**%.3f**");
+    cell(c[3], 32, geomean(rows, n, offsetof(bench_row, dn_nhwc_ms), offsetof(bench_row, ps_ms), &k), "**%.3f**");
+    cell(c[4], 32, geomean(rows, n, offsetof(bench_row, default_ms), offsetof(bench_row, ps_ms), &k), "%.3f");
+    printf("| **geomean** | |%s | | %s |", conv ? " |" : "", c[0]);
+    if (dn) printf(" | %s | %s |", c[1], c[2]);
+    if (nhwc) printf(" | %s |", c[3]);
+    printf(" | %s | |%s\n", c[4], dn && conv ? " |" : "");
 }
 
 /* ---------------------------------------------------------------- command */
@@ -946,19 +1129,23 @@ static void close_out(FILE *f)
 static int bench_op(ps_op_kind kind, int argc, char **argv)
 {
     const char *cmd = kind == PS_OP_CONV_FWD ? "bench conv" : "bench gemm";
-    const char *layers_arg = NULL, *vs = NULL, *ranker_arg = "default", *csv = NULL, *dist = NULL;
+    const char *layers_arg = NULL, *vs = NULL, *csv = NULL, *dist = NULL;
     const char *only = NULL, *mode_arg = "any", *cands_arg = NULL;
-    int64_t batch = 2, threads = 0, reps = 11, variant_reps = 3, plan_reps = 3, seed = 1, top_k = 0;
-    double min_ms = 20.0, warmup_ms = 20.0, tol = 1e-4;
-    int exhaustive = 0;
+    int64_t batch = 2, reps = 11, variant_reps = 3, plan_reps = 3;
+    double min_ms = 20.0, warmup_ms = 20.0;
+    cli_plan_args pa;
+    cli_check_args ca;
+    cli_plan_args_defaults(&pa);
+    cli_check_args_defaults(&ca);
+    int exhaustive = 0, check_only = 0, describe = 0, markdown = 0, quiet = 0, onednn_cache = 0;
     cli_opt opts[] = {
         {"layers", CLI_OPT_STRING, &layers_arg, 0, 0,
-         kind == PS_OP_CONV_FWD ? "FILE  layers file or name in shared/layers/ (default resnet50)"
-                                : "FILE  layers file or name in shared/layers/ (default gemm)", 0},
-        {"threads", CLI_OPT_INT, &threads, 0, 4096, "T  threads for every implementation (default: OpenMP's)", 0},
+         kind == PS_OP_CONV_FWD ? "FILE  layers file, or a set name of bench/layers (default resnet50)"
+                                : "FILE  layers file, or a set name of bench/layers (default gemm)", 0},
+        CLI_THREADS_OPT(pa, 0, "T  threads for every implementation (default: OpenMP's)"),
         {"vs", CLI_OPT_STRING, &vs, 0, 0, "LIB  also time and verify against LIB: onednn", 0},
-        {"ranker", CLI_OPT_STRING, &ranker_arg, 0, 0, "NAME  planner's ranker: default, cost, volume, dnn or none", 0},
-        {"top-k", CLI_OPT_INT, &top_k, 0, 1000000, "K  time the default and the K best-ranked schedules (ranker default: DNN), keep the fastest", 0},
+        CLI_RANKER_OPT(pa),
+        CLI_TOP_K_OPT(pa),
         {"exhaustive", CLI_OPT_FLAG, &exhaustive, 0, 0,
          "also time every ranked variant (best_ms, worst_ms, chosen_rank)", 0},
         {"candidates", CLI_OPT_STRING, &cands_arg, 0, 0,
@@ -975,23 +1162,30 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         {"plan-reps", CLI_OPT_INT, &plan_reps, 1, 64, "R  cold and cached plan creations timed, median (default 3)", 0},
         {"csv", CLI_OPT_STRING, &csv, 0, 0, "FILE  write the per-layer CSV there ('-': stdout)", 0},
         {"only", CLI_OPT_STRING, &only, 0, 0, "TEXT  only layers whose name contains TEXT", 0},
-        {"tol", CLI_OPT_FLOAT, &tol, 0, 0, "X  max error relative to max|reference| (default 1e-4)", 0},
-        {"seed", CLI_OPT_INT, &seed, 0, INT64_MAX, "S  seed of the random operands (default 1)", 0},
+        CLI_CHECK_OPTS(ca),
+        {"check-only", CLI_OPT_FLAG, &check_only, 0, 0, "check every output against the reference, time nothing", 0},
+        {"describe", CLI_OPT_FLAG, &describe, 0, 0,
+         "print each chosen plan's description (and oneDNN's implementation and layouts)", 0},
+        {"markdown", CLI_OPT_FLAG, &markdown, 0, 0, "also print the table as markdown, with geomeans", 0},
+        {"quiet", CLI_OPT_FLAG, &quiet, 0, 0, "per-layer rows to stderr (stdout: summary, markdown)", 0},
+        {"onednn-cache", CLI_OPT_FLAG, &onednn_cache, 0, 0,
+         "keep oneDNN's primitive cache (default: off, so its creation times are cold)", 0},
         {"onednn-mode", CLI_OPT_STRING, &mode_arg, 0, 0,
-         "M  oneDNN conv layouts: any (its blocked choice, default) or nhwc", 0},
+         "M  oneDNN conv layouts: any (its blocked choice, default), nhwc, or both (any, and nhwc timed too)", 0},
         {"N", CLI_OPT_INT, &batch, 1, INT32_MAX, "N  batch size of the conv layers (default 2)", 0},
     };
     size_t n_opts = CLI_ARRAY_LEN(opts) - (kind == PS_OP_CONV_FWD ? 0 : 2); /* gemm: no --onednn-mode, --N */
     int rc = cli_parse(cmd, argc, argv, opts, n_opts);
     if (rc < 0) {
         printf("usage: polysci %s --layers FILE [--threads T] [--vs onednn] [--exhaustive [--dist FILE]]\n"
-               "       %*s [--ranker NAME] [--reps R] [--csv FILE] [options]\n"
+               "       %*s [--ranker NAME] [--reps R] [--csv FILE] [--markdown] [options]\n"
                "Per layer, in one process: plans it (cold and cached creation times), checks the\n"
                "chosen plan and the default schedule (ps_schedule_default, the paper's\n"
                "'Microkernel' baseline) against %s,\n"
                "then times them (and oneDNN with --vs onednn; its weight reorders are untimed) in\n"
                "alternating trials, rotating the order; each trial loops until it lasts\n"
-               ">= --min-trial-ms, after an untimed warm-up of >= --warmup-ms; medians are reported. GFLOP/s are nominal:\n  %s.\n%s"
+               ">= --min-trial-ms, after an untimed warm-up of >= --warmup-ms; medians are reported\n"
+               "(--check-only: the checks alone). GFLOP/s are nominal:\n  %s.\n%s"
                "Prints a table and geomeans; --csv writes\n  %s\n"
                "(ratio = onednn_ms / polysci_ms; unmeasured fields are empty).\n\noptions:\n",
                cmd, (int)strlen(cmd), "",
@@ -1003,12 +1197,13 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         return CLI_OK;
     }
     if (rc) return rc;
-    int ranker = cli_choice(cmd, "ranker", ranker_arg, cli_ranker_names, 5);
-    if (ranker < 0) return CLI_USAGE;
+    ps_ranker ranker;
+    if (cli_plan_args_options(cmd, &pa, &ranker, NULL)) return CLI_USAGE;
+    const double tol = ca.tol;
     static const char *const vs_names[] = {"onednn"};
     if (vs && cli_choice(cmd, "vs", vs, vs_names, 1) < 0) return CLI_USAGE;
-    static const char *const mode_names[] = {"any", "nhwc"}; /* onednn_conv_mode order */
-    int mode = cli_choice(cmd, "onednn-mode", mode_arg, mode_names, 2);
+    static const char *const mode_names[] = {"any", "nhwc", "both"}; /* bench_opts.onednn_nhwc order */
+    int mode = cli_choice(cmd, "onednn-mode", mode_arg, mode_names, 3);
     if (mode < 0) return CLI_USAGE;
 #ifndef POLYSCI_CLI_HAVE_ONEDNN
     if (vs) {
@@ -1022,6 +1217,14 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     }
     if (exhaustive && cands_arg) {
         fprintf(stderr, "polysci %s: --exhaustive and --candidates exclude each other\n", cmd);
+        return CLI_USAGE;
+    }
+    if (check_only && (exhaustive || cands_arg)) {
+        fprintf(stderr, "polysci %s: --check-only times nothing: it excludes --exhaustive and --candidates\n", cmd);
+        return CLI_USAGE;
+    }
+    if ((mode || onednn_cache) && !vs) {
+        fprintf(stderr, "polysci %s: --%s needs --vs onednn\n", cmd, mode ? "onednn-mode" : "onednn-cache");
         return CLI_USAGE;
     }
     if (min_ms < 0.0 || warmup_ms < 0.0 || tol < 0.0) {
@@ -1062,15 +1265,19 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     }
 
     ps_context *ctx = NULL;
-    if (cli_context_create((int)threads, &ctx) != CLI_OK) {
+    if (cli_context_create((int)pa.threads, &ctx) != CLI_OK) {
         free(cands);
         free(layers);
         return CLI_FAIL;
     }
-    bench_opts bo = {.kind = kind, .threads = ps_context_num_threads(ctx), .ranker = (ps_ranker)ranker,
-                     .top_k = (int)top_k, .vs_onednn = vs != NULL, .onednn_mode = mode, .exhaustive = exhaustive, .reps = (int)reps,
+#ifdef POLYSCI_CLI_HAVE_ONEDNN
+    if (vs && !onednn_cache) onednn_disable_primitive_cache();
+#endif
+    bench_opts bo = {.kind = kind, .threads = ps_context_num_threads(ctx), .ranker = ranker,
+                     .top_k = (int)pa.top_k, .vs_onednn = vs != NULL, .onednn_nhwc = mode, .check_only = check_only,
+                     .describe = describe, .rows_out = quiet ? stderr : stdout, .exhaustive = exhaustive, .reps = (int)reps,
                      .variant_reps = (int)variant_reps, .plan_reps = (int)plan_reps, .min_trial_ms = min_ms, .warmup_ms = warmup_ms,
-                     .tol = tol, .seed = (uint64_t)seed, .progress = cli_progress_enabled(), .dist = NULL,
+                     .tol = tol, .seed = (uint64_t)ca.seed, .progress = cli_progress_enabled(), .dist = NULL,
                      .cands = cands, .n_cands = n_cands};
     FILE *csv_f = NULL;
     bench_row *rows = calloc((size_t)n_sel, sizeof *rows);
@@ -1091,14 +1298,21 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     }
 
     printf("polysci %s %s: %s\n", ps_version(), cmd, path);
-    printf("%d layer%s%s, %d thread%s, ranker %s; %d alternating trials x >= %g ms, medians%s%s\n", n_sel,
-           n_sel == 1 ? "" : "s", kind == PS_OP_CONV_FWD ? ", NHWC/KCRS" : ", row-major", bo.threads,
-           bo.threads == 1 ? "" : "s", cli_ranker_names[ranker], bo.reps, min_ms, vs ? "; vs oneDNN" : "",
-           exhaustive ? "; every ranked variant timed too" : cands ? "; --candidates in the alternating trials" : "");
+    if (check_only)
+        printf("%d layer%s%s, %d thread%s, ranker %s; outputs checked (tolerance %.1e), nothing timed%s\n", n_sel,
+               n_sel == 1 ? "" : "s", kind == PS_OP_CONV_FWD ? ", NHWC/KCRS" : ", row-major", bo.threads,
+               bo.threads == 1 ? "" : "s", cli_ranker_names[ranker], tol, vs ? "; vs oneDNN" : "");
+    else
+        printf("%d layer%s%s, %d thread%s, ranker %s; %d alternating trials x >= %g ms, medians%s%s\n", n_sel,
+               n_sel == 1 ? "" : "s", kind == PS_OP_CONV_FWD ? ", NHWC/KCRS" : ", row-major", bo.threads,
+               bo.threads == 1 ? "" : "s", cli_ranker_names[ranker], bo.reps, min_ms, vs ? "; vs oneDNN" : "",
+               exhaustive ? "; every ranked variant timed too" : cands ? "; --candidates in the alternating trials" : "");
     if (kind == PS_OP_CONV_FWD) printf("conv batch N=%" PRId64 "\n", batch);
 #ifdef POLYSCI_CLI_HAVE_ONEDNN
-    if (vs) printf("oneDNN %s%s\n", onednn_version_string(),
-                   kind == PS_OP_CONV_FWD ? (mode ? ", plain nhwc src/dst" : ", `any` (blocked) layouts") : ", dnnl_sgemm");
+    static const char *const mode_text[] = {", `any` (blocked) layouts", ", plain nhwc src/dst",
+                                            ", `any` (blocked) layouts; dnnhwc = plain nhwc src/dst"};
+    if (vs) printf("oneDNN %s%s; primitive cache %s\n", onednn_version_string(),
+                   kind == PS_OP_CONV_FWD ? mode_text[mode] : ", dnnl_sgemm", onednn_cache ? "on" : "off");
 #endif
     printf("ratio = onednn_ms / polysci_ms, vs_def = default_ms / polysci_ms (> 1: polysci's choice faster)%s\n\n",
            exhaustive ? "; rank = place of the chosen schedule among all variants by time"
@@ -1119,7 +1333,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         int lrc = bench_layer(ctx, &bo, &layers[i], i + 1, n_sel, &rows[i]);
         if (lrc != CLI_OK) n_fail++;
         table_row(&bo, &rows[i], nw, sw);
-        if (csv_f && !isnan(rows[i].ps_ms)) csv_row(csv_f, &rows[i]);
+        if (csv_f && !isnan(check_only ? rows[i].err : rows[i].ps_ms)) csv_row(csv_f, &rows[i]);
     }
 
     int c1, c2, c3;
@@ -1127,7 +1341,23 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     double g_def = geomean(rows, n_sel, offsetof(bench_row, default_ms), offsetof(bench_row, ps_ms), &c2);
     double g_best = geomean(rows, n_sel, offsetof(bench_row, best_ms), offsetof(bench_row, ps_ms), &c3);
     printf("\n");
+    if (check_only) {
+        int ok = 0;
+        for (int i = 0; i < n_sel; i++) ok += rows[i].ok;
+        printf("%d of %d layers checked OK\n", ok, n_sel);
+    }
     if (c1) printf("geomean ratio onednn_ms/polysci_ms over %d layer%s: %.3f\n", c1, c1 == 1 ? "" : "s", g_dn);
+    int c4;
+    double g_nhwc = geomean(rows, n_sel, offsetof(bench_row, dn_nhwc_ms), offsetof(bench_row, ps_ms), &c4);
+    if (c4) printf("geomean onednn_nhwc_ms/polysci_ms (oneDNN with plain nhwc) over %d layer%s: %.3f\n", c4,
+                   c4 == 1 ? "" : "s", g_nhwc);
+    double gf_ps = geomean_gflops(rows, n_sel, offsetof(bench_row, ps_ms));
+    double gf_dn = geomean_gflops(rows, n_sel, offsetof(bench_row, dn_ms));
+    if (!isnan(gf_ps)) {
+        printf("geomean GFLOP/s: polysci %.1f", gf_ps);
+        if (!isnan(gf_dn)) printf(", oneDNN %.1f", gf_dn);
+        printf("\n");
+    }
     if (c2) printf("geomean default_ms/polysci_ms (polysci's choice vs the default schedule) over %d layer%s: %.3f\n",
                    c2, c2 == 1 ? "" : "s", g_def);
     if (c3) {
@@ -1136,6 +1366,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         printf("geomean best_ms/polysci_ms (fraction of the fastest variant's speed) over %d layer%s: %.3f; "
                "the chosen schedule was the fastest in %d\n", c3, c3 == 1 ? "" : "s", g_best, first);
     }
+    if (markdown && !check_only) markdown_table(&bo, rows, n_sel);
     if (n_fail) fprintf(stderr, "polysci %s: %d of %d layers FAILED (see above)\n", cmd, n_fail, n_sel);
     close_out(csv_f);
     close_out(bo.dist);
@@ -1151,6 +1382,8 @@ int cmd_bench(int argc, char **argv)
     static const char usage[] =
         "usage: polysci bench conv --layers FILE [options]   time conv layers\n"
         "       polysci bench gemm --layers FILE [options]   time GEMMs\n"
+        "       polysci bench pipeline [options]             time stage-graph pipelines against Halide\n"
         "See 'polysci bench conv --help'.\n";
+    if (argc > 1 && !strcmp(argv[1], "pipeline")) return cli_bench_pipeline(argc - 1, argv + 1);
     return cli_dispatch_op("bench", usage, argc, argv, bench_op);
 }

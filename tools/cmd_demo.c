@@ -10,11 +10,11 @@
 static void demo_usage(FILE *f, const cli_opt *opts, size_t n)
 {
     fprintf(f, "usage: polysci demo [--layers FILE] [--N 2] [--threads T] [options]\n"
-               "Plans and runs every layer of a layers file (default: shared/layers/%s),\n"
+               "Plans and runs every layer of a layers file (default: %s of bench/layers),\n"
                "checks each full output against a double-precision reference and prints a\n"
-               "table. Exits non-zero if any layer fails. FILE may be a path or a name in\n"
-               "shared/layers/ (e.g. 'vgga'); shared/ is found via $POLYSCI_SHARED or next\n"
-               "to the executable's or the source tree's folders.\n"
+               "table. Exits non-zero if any layer fails. FILE may be a path or the name of a\n"
+               "layer set the repository ships (bench/layers, installed as share/polysci/layers):\n"
+               "resnet50, fastrcnn, mobilenet, alexnet, overfeat, vgga, googlenet, gemm.\n"
                "Shapes: conv 'HxW C->K RxS/stride p<pad>', gemm 'MxNxK'.\n\noptions:\n",
             DEFAULT_LAYERS);
     cli_print_options(f, opts, n);
@@ -24,23 +24,24 @@ int cmd_demo(int argc, char **argv)
 {
     const char *cmd = "demo";
     const char *layers_arg = NULL, *layout = "nhwc";
-    const char *ranker_arg = "default";
-    int64_t batch = 2, threads = 0, reps = 5, seed = 1, top_k = 0;
-    double tol = 1e-4;
-    int bias = 0, relu = 0, describe = 0, no_cache = 0;
+    int64_t batch = 2, reps = 5;
+    int bias = 0, relu = 0, describe = 0;
+    cli_plan_args pa;
+    cli_check_args ca;
+    cli_plan_args_defaults(&pa);
+    cli_check_args_defaults(&ca);
     cli_opt opts[] = {
-        {"layers", CLI_OPT_STRING, &layers_arg, 0, 0, "FILE  layers file or name in shared/layers/", 0},
+        {"layers", CLI_OPT_STRING, &layers_arg, 0, 0, "FILE  layers file, or a set name of bench/layers (e.g. vgga)", 0},
         {"N", CLI_OPT_INT, &batch, 1, INT32_MAX, "N  batch size of the conv layers (default 2)", 0},
-        {"threads", CLI_OPT_INT, &threads, 0, 4096, "T  threads (default: OpenMP's)", 0},
-        {"ranker", CLI_OPT_STRING, &ranker_arg, 0, 0, "NAME  planner's ranker: default, cost, volume, dnn or none", 0},
-        {"top-k", CLI_OPT_INT, &top_k, 0, 1000000, "K  time the K best-ranked schedules, keep the fastest", 0},
+        CLI_THREADS_OPT(pa, 0, "T  threads (default: OpenMP's)"),
+        CLI_RANKER_OPT(pa),
+        CLI_TOP_K_OPT(pa),
         {"reps", CLI_OPT_INT, &reps, 1, 1000000, "R  timed executions per layer, median (default 5)", 0},
         {"layout", CLI_OPT_STRING, &layout, 0, 0, "L  activation layout: nhwc (default) or nchw", 0},
         {"bias", CLI_OPT_FLAG, &bias, 0, 0, "fused bias epilogue on every conv layer", 0},
         {"relu", CLI_OPT_FLAG, &relu, 0, 0, "fused ReLU epilogue on every conv layer", 0},
-        {"tol", CLI_OPT_FLOAT, &tol, 0, 0, "X  max error relative to max|reference| (default 1e-4)", 0},
-        {"seed", CLI_OPT_INT, &seed, 0, INT64_MAX, "S  seed of the random operands (default 1)", 0},
-        {"no-cache", CLI_OPT_FLAG, &no_cache, 0, 0, "bypass the context's plan cache", 0},
+        CLI_CHECK_OPTS(ca),
+        CLI_NO_CACHE_OPT(pa),
         {"describe", CLI_OPT_FLAG, &describe, 0, 0, "also print each plan's description", 0},
     };
     size_t n_opts = CLI_ARRAY_LEN(opts);
@@ -51,12 +52,9 @@ int cmd_demo(int argc, char **argv)
     }
     if (rc) return rc;
     int li = cli_choice(cmd, "layout", layout, cli_layout_names, 2);
-    int ranker = cli_choice(cmd, "ranker", ranker_arg, cli_ranker_names, 5);
-    if (li < 0 || ranker < 0) return CLI_USAGE;
-    if (tol < 0.0) {
-        fprintf(stderr, "polysci demo: invalid value for --tol: must be >= 0\n");
-        return CLI_USAGE;
-    }
+    ps_ranker ranker;
+    ps_plan_options po;
+    if (li < 0 || cli_plan_args_options(cmd, &pa, &ranker, &po) || cli_check_args_valid(cmd, &ca)) return CLI_USAGE;
 
     char path[4096];
     if (cli_resolve_layers(cmd, layers_arg, DEFAULT_LAYERS, path, sizeof path)) return CLI_FAIL;
@@ -66,7 +64,7 @@ int cmd_demo(int argc, char **argv)
     if (cli_read_layers(cmd, path, batch, (ps_act_layout)li, post, &layers, &n_layers)) return CLI_FAIL;
 
     ps_context *ctx = NULL;
-    if (cli_context_create((int)threads, &ctx) != CLI_OK) {
+    if (cli_context_create((int)pa.threads, &ctx) != CLI_OK) {
         free(layers);
         return CLI_FAIL;
     }
@@ -75,8 +73,8 @@ int cmd_demo(int argc, char **argv)
     printf("%d layers, conv batch N=%" PRId64 ", layout %s%s%s, %d threads, ranker %s%s, median of %"
            PRId64 " runs, tolerance %.1e (max |err| / max |ref|)\n\n",
            n_layers, batch, cli_layout_names[li], bias ? ", +bias" : "", relu ? ", +relu" : "",
-           ps_context_num_threads(ctx), cli_ranker_names[ranker], top_k > 1 ? " (top-k timed)" : "", reps,
-           tol);
+           ps_context_num_threads(ctx), cli_ranker_names[ranker], pa.top_k > 1 ? " (top-k timed)" : "", reps,
+           ca.tol);
     int nw = 16, sw = 24; /* column widths: the longest name and shape */
     for (int i = 0; i < n_layers; i++) {
         char shp[128];
@@ -94,9 +92,9 @@ int cmd_demo(int argc, char **argv)
     for (int i = 0; i < n_layers; i++) {
         char shp[128];
         cli_shape_short(&layers[i].desc, shp, sizeof shp);
-        cli_check_opts o = {.schedule = NULL, .num_threads = (int)threads, .ranker = (ps_ranker)ranker,
-                            .top_k = (int)top_k, .plan_flags = no_cache ? PS_PLAN_NO_CACHE : 0u, .reps = (int)reps,
-                            .tol = tol, .describe = describe, .seed = (uint64_t)seed + (uint64_t)i};
+        cli_check_opts o = {.schedule = NULL, .num_threads = po.num_threads, .ranker = po.ranker,
+                            .top_k = po.top_k, .plan_flags = po.flags, .reps = (int)reps,
+                            .tol = ca.tol, .describe = describe, .seed = (uint64_t)ca.seed + (uint64_t)i};
         cli_result res;
         int r = ps_desc_validate(&layers[i].desc) == PS_SUCCESS ? cli_check(ctx, &layers[i].desc, &o, &res)
                                                                 : -1;

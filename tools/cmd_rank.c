@@ -6,16 +6,16 @@
 #include <string.h>
 
 typedef struct rank_args {
-    int64_t threads, top;
+    cli_plan_args plan; /* --threads, --ranker */
+    int64_t top;
     int json;
-    const char *ranker;
 } rank_args;
 
 #define RANK_OPTS(r)                                                                                    \
-    {"threads", CLI_OPT_INT, &(r).threads, 0, 4096, "T  threads the schedules run on (default: OpenMP's)", 0}, \
+    CLI_THREADS_OPT((r).plan, 0, "T  threads the schedules run on (default: OpenMP's)"),                 \
     {"top", CLI_OPT_INT, &(r).top, 0, 1000000, "K  list only the K best-ranked variants (default: all)", 0}, \
-    {"json", CLI_OPT_FLAG, &(r).json, 0, 0, "print one JSON object (ps_cost_report_to_json)", 0}, \
-    {"ranker", CLI_OPT_STRING, &(r).ranker, 0, 0, "NAME  cost (Eq. 1, also 'default'), volume or dnn (tournament)", 0}
+    {"json", CLI_OPT_FLAG, &(r).json, 0, 0, "print one JSON object (ps_cost_report_to_json)", 0},       \
+    CLI_RANKER_OPT_HELP((r).plan, "NAME  cost (Eq. 1, also 'default'), volume or dnn (tournament)")
 
 static void bytes_text(char *buf, size_t len, double b)
 {
@@ -28,22 +28,19 @@ static void bytes_text(char *buf, size_t len, double b)
 
 static int rank_report(const char *cmd, const ps_desc *desc, const rank_args *r, const char *shape)
 {
-    const int ranker = cli_choice(cmd, "ranker", r->ranker, cli_ranker_names, 5);
-    if (ranker < 0) return CLI_USAGE;
-    ps_context *ctx = NULL;
-    if (cli_context_create((int)r->threads, &ctx) != CLI_OK) return CLI_FAIL;
-    int threads = ps_context_num_threads(ctx);
+    ps_ranker ranker; /* default: Eq. 1 (a cost query's default) */
     ps_plan_options po;
-    ps_plan_options_init(&po);
-    po.num_threads = (int)r->threads;
-    po.ranker = (ps_ranker)ranker; /* default: Eq. 1 (a cost query's default) */
+    int rc = cli_plan_args_options(cmd, &r->plan, &ranker, &po);
+    if (rc) return rc;
+    ps_context *ctx = NULL;
+    if (cli_context_create((int)r->plan.threads, &ctx) != CLI_OK) return CLI_FAIL;
+    int threads = ps_context_num_threads(ctx);
     ps_cost_report *rep = NULL;
     ps_status st = ps_cost_query(ctx, desc, &po, &rep);
     ps_context_destroy(ctx);
     if (st != PS_SUCCESS) return cli_report_status("ps_cost_query", st);
     int n = ps_cost_report_size(rep);
     int shown = r->top > 0 && r->top < n ? (int)r->top : n;
-    int rc = CLI_OK;
     if (r->json) {
         size_t need = 0;
         char *buf = NULL;
@@ -87,67 +84,33 @@ static int rank_report(const char *cmd, const ps_desc *desc, const rank_args *r,
     return rc;
 }
 
-static int rank_conv(int argc, char **argv)
-{
-    const char *cmd = "rank conv";
-    cli_conv_shape s;
-    cli_conv_shape_defaults(&s);
-    rank_args r = {0, 0, 0, "default"};
-    cli_opt opts[] = {
-        CLI_CONV_SHAPE_OPTS(s),
-        RANK_OPTS(r),
-    };
-    size_t n_opts = CLI_ARRAY_LEN(opts);
-    int rc = cli_parse(cmd, argc, argv, opts, n_opts);
-    if (rc < 0) {
-        printf("usage: polysci rank conv --H H --W W --C C --K K [shape options] [--threads T] [--top K]\n"
-               "                         [--ranker cost|volume|dnn] [--json]\n"
-               "Lists the planner's candidate schedules for this convolution in rank order with\n"
-               "their cost (PolyScientist Eq. 1; with --ranker dnn the tournament's losses) and\n"
-               "working-set bytes per cache level. Nothing is executed.\n\noptions:\n");
-        cli_print_options(stdout, opts, n_opts);
-        return CLI_OK;
-    }
-    if (rc) return rc;
-    ps_desc desc;
-    if ((rc = cli_conv_shape_desc(cmd, &s, opts, n_opts, &desc))) return rc;
-    char shape[512];
-    cli_conv_shape_text(&desc, shape, sizeof shape);
-    return rank_report(cmd, &desc, &r, shape);
-}
+static const char conv_usage[] =
+    "usage: polysci rank conv --H H --W W --C C --K K [shape options] [--threads T] [--top K]\n"
+    "                         [--ranker cost|volume|dnn] [--json]\n"
+    "Lists the planner's candidate schedules for this convolution in rank order with\n"
+    "their cost (PolyScientist Eq. 1; with --ranker dnn the tournament's losses) and\n"
+    "working-set bytes per cache level. Nothing is executed.\n\noptions:\n";
 
-static int rank_gemm(int argc, char **argv)
-{
-    const char *cmd = "rank gemm";
-    cli_gemm_shape s;
-    cli_gemm_shape_defaults(&s);
-    rank_args r = {0, 0, 0, "default"};
-    cli_opt opts[] = {
-        CLI_GEMM_SHAPE_OPTS(s),
-        RANK_OPTS(r),
-    };
-    size_t n_opts = CLI_ARRAY_LEN(opts);
-    int rc = cli_parse(cmd, argc, argv, opts, n_opts);
-    if (rc < 0) {
-        printf("usage: polysci rank gemm --M M --N N --K K [gemm options] [--threads T] [--top K]\n"
-               "                         [--ranker cost|volume|dnn] [--json]\n"
-               "Lists the planner's candidate schedules for this GEMM in rank order with their\n"
-               "cost (PolyScientist Eq. 1; with --ranker dnn the tournament's losses) and\n"
-               "working-set bytes per cache level. Nothing is executed.\n\noptions:\n");
-        cli_print_options(stdout, opts, n_opts);
-        return CLI_OK;
-    }
-    if (rc) return rc;
-    ps_desc desc;
-    if ((rc = cli_gemm_shape_desc(cmd, &s, opts, n_opts, &desc))) return rc;
-    char shape[512];
-    cli_gemm_shape_text(&desc, shape, sizeof shape);
-    return rank_report(cmd, &desc, &r, shape);
-}
+static const char gemm_usage[] =
+    "usage: polysci rank gemm --M M --N N --K K [gemm options] [--threads T] [--top K]\n"
+    "                         [--ranker cost|volume|dnn] [--json]\n"
+    "Lists the planner's candidate schedules for this GEMM in rank order with their\n"
+    "cost (PolyScientist Eq. 1; with --ranker dnn the tournament's losses) and\n"
+    "working-set bytes per cache level. Nothing is executed.\n\noptions:\n";
 
 static int rank_op(ps_op_kind kind, int argc, char **argv)
 {
-    return kind == PS_OP_GEMM ? rank_gemm(argc, argv) : rank_conv(argc, argv);
+    const char *cmd = kind == PS_OP_GEMM ? "rank gemm" : "rank conv";
+    rank_args r = {.top = 0, .json = 0};
+    cli_plan_args_defaults(&r.plan);
+    cli_opt own[] = {RANK_OPTS(r)};
+    ps_desc desc;
+    char shape[512];
+    int rc = cli_parse_op(cmd, kind, argc, argv, own, CLI_ARRAY_LEN(own), kind == PS_OP_GEMM ? gemm_usage : conv_usage,
+                          &desc, shape, sizeof shape);
+    if (rc < 0) return CLI_OK;
+    if (rc) return rc;
+    return rank_report(cmd, &desc, &r, shape);
 }
 
 int cmd_rank(int argc, char **argv)

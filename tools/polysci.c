@@ -21,6 +21,7 @@ static const command commands[] = {
     {"bench", cmd_bench, "time layers: polysci's choice vs the default schedule (and oneDNN)"},
     {"rank", cmd_rank, "the planner's ranked candidate schedules with their costs ('rank conv|gemm')"},
     {"analyze", cmd_analyze, "cache working sets of a schedule ('analyze conv|gemm')"},
+    {"pipeline", cmd_pipeline, "plan, run and time a benchmark pipeline with the stage-graph engine"},
     {"info", cmd_info, "the machine model: caches, latency/bandwidth, peak"},
     {"version", cmd_version, "print the library version"},
     {"help", cmd_help, "show this help, or 'help COMMAND' for a command's options"},

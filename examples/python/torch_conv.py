@@ -176,16 +176,7 @@ def read_layers(path):
     return layers
 
 
-def default_layer_file():
-    cands = []
-    if os.environ.get("POLYSCI_SHARED"):
-        cands.append(os.path.join(os.environ["POLYSCI_SHARED"], "layers", "resnet50.txt"))
-    cands += [os.path.join(REPO, "..", "shared", "layers", "resnet50.txt"),
-              os.path.join(REPO, "bench", "layers", "resnet50.txt")]
-    for c in cands:
-        if os.path.exists(c):
-            return os.path.normpath(c)
-    return None
+DEFAULT_LAYERS = os.path.join(REPO, "bench", "layers", "resnet50.txt")
 
 
 def median_ms(fn, reps):
@@ -244,7 +235,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--layers", help="layer file (name H W C K R S stride pad_h pad_w); "
-                    "default: $POLYSCI_SHARED/layers/resnet50.txt, ../shared/layers, bench/layers")
+                    "default: bench/layers/resnet50.txt")
     ap.add_argument("--all", action="store_true", help="every layer (default: %s)" % " ".join(DEFAULT_SUBSET))
     ap.add_argument("--only", nargs="+", metavar="NAME", help="just these layers")
     ap.add_argument("-N", "--batch", type=int, default=1, help="batch size (default 1)")
@@ -254,9 +245,9 @@ def main(argv=None):
     ap.add_argument("--nchw", action="store_true", help="also check one layer with a plain NCHW tensor")
     args = ap.parse_args(argv)
 
-    path = args.layers or default_layer_file()
-    if not path or not os.path.exists(path):
-        print("torch_conv.py: no layer file (%s); pass --layers FILE" % (path or "resnet50.txt not found"), file=sys.stderr)
+    path = args.layers or DEFAULT_LAYERS
+    if not os.path.exists(path):
+        print("torch_conv.py: no layer file %s; pass --layers FILE" % path, file=sys.stderr)
         return 2
     layers = read_layers(path)
     if args.only:

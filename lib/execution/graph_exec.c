@@ -17,7 +17,15 @@ typedef struct view {
     int64_t cs, rs, ps;
     int64_t y0, x0;
     ps_box dom;           /* where the tensor is defined (reads outside use the boundary) */
+    int64_t ring;         /* > 0: rows live at (y - y0) mod ring */
+    const ps_row_kernels *stream; /* destinations: rows go out with streaming stores */
 } view;
+
+static inline int64_t row_slot(const view *v, int64_t y)
+{
+    int64_t r = y - v->y0;
+    return v->ring > 0 ? r % v->ring : r;
+}
 
 typedef struct thread_bufs {
     float *area;          /* scratch of the group's members */
@@ -41,19 +49,20 @@ static const float *fetch(const view *v, int64_t c, int64_t y, int64_t x0, int64
         if (bd == PS_BOUNDARY_ZERO) return zeros;
         y = clamp64(y, d->y0, d->y0 + d->h - 1);
     }
-    const float *row = v->base + c * v->cs + (y - v->y0) * v->rs;
-    if (x0 >= d->x0 && x0 + n <= d->x0 + d->w && v->ps == 1) return row + (x0 - v->x0);
-    for (int64_t i = 0; i < n; i++) {
-        int64_t x = x0 + i;
-        if (x < d->x0 || x >= d->x0 + d->w) {
-            if (bd == PS_BOUNDARY_ZERO) {
-                stage[i] = 0.0f;
-                continue;
-            }
-            x = clamp64(x, d->x0, d->x0 + d->w - 1);
-        }
-        stage[i] = row[(x - v->x0) * v->ps];
-    }
+    const float *row = v->base + c * v->cs + row_slot(v, y) * v->rs;
+    int64_t lo = d->x0, hi = d->x0 + d->w;
+    if (x0 >= lo && x0 + n <= hi && v->ps == 1) return row + (x0 - v->x0);
+    /* Columns before the domain, inside it (one copy), after it. */
+    int64_t a = x0 < lo ? (lo - x0 < n ? lo - x0 : n) : 0;
+    int64_t b = x0 + n > hi ? (x0 + n - hi < n - a ? x0 + n - hi : n - a) : 0;
+    float left = bd == PS_BOUNDARY_ZERO ? 0.0f : row[(lo - v->x0) * v->ps];
+    float right = bd == PS_BOUNDARY_ZERO ? 0.0f : row[(hi - 1 - v->x0) * v->ps];
+    for (int64_t i = 0; i < a; i++) stage[i] = left;
+    const float *src = row + (x0 + a - v->x0) * v->ps;
+    if (v->ps == 1) memcpy(stage + a, src, (size_t)(n - a - b) * sizeof *stage);
+    else
+        for (int64_t i = a; i < n - b; i++) stage[i] = src[(i - a) * v->ps];
+    for (int64_t i = n - b; i < n; i++) stage[i] = right;
     return stage;
 }
 
@@ -61,14 +70,17 @@ static const float *fetch(const view *v, int64_t c, int64_t y, int64_t x0, int64
  * itself when contiguous, else the temporary row, scattered by put_row. */
 static float *dst_row(const view *o, int64_t c, int64_t y, int64_t x0, float *temp)
 {
-    if (o->ps != 1) return temp;
-    return o->base + c * o->cs + (y - o->y0) * o->rs + (x0 - o->x0);
+    if (o->ps != 1 || o->stream) return temp;
+    return o->base + c * o->cs + row_slot(o, y) * o->rs + (x0 - o->x0);
 }
 
 static void put_row(const view *o, int64_t c, int64_t y, int64_t x0, int64_t n, const float *row)
 {
-    if (o->ps == 1) return;
-    float *d = o->base + c * o->cs + (y - o->y0) * o->rs + (x0 - o->x0) * o->ps;
+    float *d = o->base + c * o->cs + row_slot(o, y) * o->rs + (x0 - o->x0) * o->ps;
+    if (o->ps == 1) {
+        if (o->stream) o->stream->stream_copy(d, row, n);
+        return;
+    }
     for (int64_t i = 0; i < n; i++) d[i * o->ps] = row[i];
 }
 
@@ -157,6 +169,8 @@ static view memory_view(const ps_graph_plan *pl, int s, int64_t n, const float *
     const ps_pstage *S = &pl->pipe.st[s];
     view v = {0};
     v.dom = S->dom;
+    v.ring = 0;
+    v.stream = NULL;
     if (S->kind == PS_NODE_INPUT || output) {
         const ps_box *r = output ? &S->out_region : &S->dom;
         float *base = output ? outputs[S->output_index] : (float *)inputs[S->input_index];
@@ -196,6 +210,8 @@ static view scratch_view(const ps_graph_plan *pl, const ps_gx_member *m, const p
     v.y0 = B->y0;
     v.x0 = B->x0;
     v.dom = pl->pipe.st[m->stage].dom;
+    v.ring = m->scr_h;
+    v.stream = NULL;
     return v;
 }
 
@@ -204,7 +220,7 @@ static void copy_out(const ps_pstage *S, const view *from, const view *to, const
 {
     for (int64_t c = 0; c < S->c; c++)
         for (int64_t y = r->y0; y < r->y0 + r->h; y++) {
-            const float *src = from->base + c * from->cs + (y - from->y0) * from->rs + (r->x0 - from->x0);
+            const float *src = from->base + c * from->cs + row_slot(from, y) * from->rs + (r->x0 - from->x0);
             float *d = to->base + c * to->cs + (y - to->y0) * to->rs + (r->x0 - to->x0) * to->ps;
             if (to->ps == 1) memcpy(d, src, (size_t)r->w * sizeof *d);
             else
@@ -212,40 +228,127 @@ static void copy_out(const ps_pstage *S, const view *from, const view *to, const
         }
 }
 
-static void run_tile(const ps_graph_plan *pl, const ps_gx_group *g, int64_t n, int64_t ti, int64_t tj,
-                     const float *const *inputs, float *const *outputs, float *ws, thread_bufs *tb, ps_box *boxes)
+/* The live-out's rows that go to memory: its own part of the tile, inside
+ * what the destination stores. */
+static ps_box stored_rows(const ps_pstage *S, const ps_gx_member *m, int64_t ti, const ps_box *B)
 {
-    int64_t cell = (ti - g->ti0) * g->gx + (tj - g->tj0);
-    int b = g->btile[cell];
-    for (int k = 0; k < g->n; k++)
-        boxes[k] = b < 0 ? ps_region_at(&g->mem[k].form, ti, tj) : g->bbox[(size_t)b * g->n + k];
-    view in[PS_POINTWISE_MAX_INPUTS];
-    for (int k = 0; k < g->n; k++) {
+    ps_box own = ps_member_own(m, ti, 0);
+    own.x0 = B->x0;
+    own.w = B->w;
+    return ps_box_intersect(&own, &S->need);
+}
+
+int ps_band_targets(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B, int64_t ti, int64_t b,
+                    const int64_t *done, int64_t *hi)
+{
+    int more = 0;
+    for (int k = g->n - 1; k >= 0; k--) {
         const ps_gx_member *m = &g->mem[k];
-        const ps_box *B = &boxes[k];
-        if (ps_box_empty(B)) continue;
-        const ps_pstage *S = &pl->pipe.st[m->stage];
-        for (int j = 0; j < S->n_in; j++) {
-            int mk = m->in_member[j];
-            in[j] = mk >= 0 ? scratch_view(pl, &g->mem[mk], &boxes[mk], tb->area)
-                            : memory_view(pl, S->in[j], n, inputs, outputs, ws, 0);
+        const ps_pstage *S = &p->st[m->stage];
+        int64_t end = B[k].y0 + B[k].h, t = B[k].y0;
+        if (ps_box_empty(&B[k])) {
+            hi[k] = done[k];
+            continue;
         }
-        view out;
-        int to_output = S->output_index >= 0, to_ws = pl->xs[m->stage].ws_off != SIZE_MAX;
-        if (m->direct) out = memory_view(pl, m->stage, n, inputs, outputs, ws, to_output);
-        else out = scratch_view(pl, m, B, tb->area);
-        compute_stage(pl, m->stage, B, in, &out, tb);
-        if (!m->live_out || m->direct) continue;
-        ps_box own = {m->own_h * ti, m->own_w * tj, m->own_h, m->own_w};
-        if (to_ws) {
-            ps_box r = ps_box_intersect(&own, &S->need);
-            view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 0);
-            if (!ps_box_empty(&r)) copy_out(S, &out, &to, &r);
+        if (m->live_out) {
+            ps_box own = stored_rows(S, m, ti, &B[k]);
+            if (!ps_box_empty(&own)) {
+                /* the band's end, in this member's rows */
+                int64_t step = m->own_h * g->band / g->ty;
+                int64_t e = own.y0 + (b + 1) * step;
+                if (e >= own.y0 + own.h) e = own.y0 + own.h;
+                else more = 1;
+                if (e > t) t = e;
+            }
         }
-        if (to_output) {
-            ps_box r = ps_box_intersect(&own, &S->out_region);
-            view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 1);
-            if (!ps_box_empty(&r)) copy_out(S, &out, &to, &r);
+        for (int i = 0; i < m->n_reads; i++) {
+            int q = m->read_by[i];
+            if (hi[q] <= B[q].y0) continue;
+            ps_box rows = {B[q].y0, B[q].x0, hi[q] - B[q].y0, B[q].w};
+            ps_box r = ps_input_region(p, g->mem[q].stage, m->read_as[i], &rows);
+            if (!ps_box_empty(&r) && r.y0 + r.h > t) t = r.y0 + r.h;
+        }
+        if (t > end) t = end;
+        if (t < done[k]) t = done[k];
+        hi[k] = t;
+    }
+    return more;
+}
+
+int64_t ps_band_low(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B, int64_t ti, int k, const int64_t *done,
+                    const int64_t *hi)
+{
+    const ps_gx_member *m = &g->mem[k];
+    int64_t low = hi[k];
+    if (m->live_out && !m->direct) {
+        ps_box own = stored_rows(&p->st[m->stage], m, ti, &B[k]);
+        int64_t a = own.y0 > done[k] ? own.y0 : done[k];
+        if (!ps_box_empty(&own) && a < low) low = a;
+    }
+    for (int i = 0; i < m->n_reads; i++) {
+        int q = m->read_by[i];
+        if (hi[q] <= done[q]) continue;
+        ps_box rows = {done[q], B[q].x0, hi[q] - done[q], B[q].w};
+        ps_box r = ps_input_region(p, g->mem[q].stage, m->read_as[i], &rows);
+        if (!ps_box_empty(&r) && r.y0 < low) low = r.y0;
+    }
+    return low;
+}
+
+/* One tile: band after band (seed 002's multi-level tiling: the tile is an
+ * overlapped tile across cores, its bands run in order inside it), each
+ * member computing only the rows the band adds, into a ring of rows that
+ * keeps what its consumers still read. No row is computed twice within a
+ * tile; only the tile's halo is recomputed by its neighbours. */
+static void run_tile(const ps_graph_plan *pl, const ps_gx_group *g, int64_t n, int64_t ti, int64_t tj,
+                     const float *const *inputs, float *const *outputs, float *ws, thread_bufs *tb, ps_box *boxes,
+                     int64_t *done, int64_t *hi)
+{
+    const ps_pipeline *p = &pl->pipe;
+    int64_t cell = (ti - g->ti0) * g->gx + (tj - g->tj0);
+    int bt = g->btile[cell];
+    for (int k = 0; k < g->n; k++) {
+        boxes[k] = bt < 0 ? ps_region_at(&g->mem[k].form, ti, tj) : g->bbox[(size_t)bt * g->n + k];
+        done[k] = boxes[k].y0;
+    }
+    view in[PS_POINTWISE_MAX_INPUTS];
+    for (int64_t b = 0, more = 1; more; b++) {
+        more = ps_band_targets(p, g, boxes, ti, b, done, hi);
+        for (int k = 0; k < g->n; k++) {
+            const ps_gx_member *m = &g->mem[k];
+            const ps_box *B = &boxes[k];
+            if (hi[k] <= done[k]) continue;
+            const ps_pstage *S = &p->st[m->stage];
+            for (int j = 0; j < S->n_in; j++) {
+                int mk = m->in_member[j];
+                in[j] = mk >= 0 ? scratch_view(pl, &g->mem[mk], &boxes[mk], tb->area)
+                                : memory_view(pl, S->in[j], n, inputs, outputs, ws, 0);
+            }
+            view out;
+            int to_output = S->output_index >= 0, to_ws = pl->xs[m->stage].ws_off != SIZE_MAX;
+            if (m->direct) {
+                out = memory_view(pl, m->stage, n, inputs, outputs, ws, to_output);
+                out.stream = m->stream ? pl->k : NULL;
+            } else {
+                out = scratch_view(pl, m, B, tb->area);
+            }
+            ps_box rows = {done[k], B->x0, hi[k] - done[k], B->w};
+            compute_stage(pl, m->stage, &rows, in, &out, tb);
+            if (m->live_out && !m->direct) {
+                ps_box own = ps_member_own(m, ti, tj);
+                own = ps_box_intersect(&own, &rows);
+                if (to_ws) {
+                    ps_box r = ps_box_intersect(&own, &S->need);
+                    view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 0);
+                    if (!ps_box_empty(&r)) copy_out(S, &out, &to, &r);
+                }
+                if (to_output) {
+                    ps_box r = ps_box_intersect(&own, &S->out_region);
+                    view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 1);
+                    if (!ps_box_empty(&r)) copy_out(S, &out, &to, &r);
+                }
+            }
+            done[k] = hi[k];
         }
     }
 }
@@ -276,14 +379,18 @@ void ps_graph_run(const ps_graph_plan *pl, const float *const *inputs, float *co
         tb.zeros = area + off;
         off += pl->zero_floats;
         ps_box *boxes = (ps_box *)(void *)(area + off);
+        int64_t *done = (int64_t *)(void *)(boxes + pl->max_members), *hi = done + pl->max_members;
         for (int gi = 0; gi < pl->n_groups; gi++) {
             const ps_gx_group *g = &pl->groups[gi];
             int64_t per_image = g->gy * g->gx, total = per_image * g->images;
 #pragma omp for schedule(dynamic, 1)
             for (int64_t id = 0; id < total; id++) {
                 int64_t n = id / per_image, r = id % per_image;
-                run_tile(pl, g, n, g->ti0 + r / g->gx, g->tj0 + r % g->gx, inputs, outputs, workspace, &tb, boxes);
+                run_tile(pl, g, n, g->ti0 + r / g->gx, g->tj0 + r % g->gx, inputs, outputs, workspace, &tb, boxes, done, hi);
             }
+            /* before the barrier that ends the loop: the next group reads
+             * what this one streamed */
+            pl->k->stream_fence();
         }
     }
 }

@@ -23,18 +23,24 @@ typedef struct ps_gx_member {
     int live_out;          /* stored for use outside the group */
     int inner_cons;        /* read by another member */
     int direct;            /* computed straight into its only destination */
+    int stream;            /* direct, with streaming stores (destination far larger than the LLC) */
     int64_t own_h, own_w;  /* its share of a tile, in its own pixels */
+    int64_t own_y0, own_x0;/* where tile (0, 0)'s share starts: the group's anchor at its scale */
     ps_region_form form;   /* its region in an interior tile */
     int64_t max_w;         /* widest region over all tiles */
     int in_member[PS_POINTWISE_MAX_INPUTS]; /* member computing input j, -1: read from memory */
+    int n_reads;           /* (consumer member, its input) pairs reading this member */
+    int *read_by, *read_as;
     size_t scr_off;        /* floats from the thread area's start */
-    int64_t scr_h, scr_rs; /* rows per channel and row stride of its scratch */
+    int64_t scr_h, scr_rs; /* rows per channel (a ring: row y at slot (y - region start) mod scr_h)
+                              and row stride of its scratch */
 } ps_gx_member;
 
 typedef struct ps_gx_group {
     int n;
     ps_gx_member *mem;
     int64_t ty, tx;        /* reference tile */
+    int64_t band;          /* reference rows per band: tiles run as bands of rows (multi-level tiling) */
     int64_t ti0, tj0, gy, gx; /* tile grid: indices ti0 .. ti0 + gy - 1, tj0 .. tj0 + gx - 1 */
     int64_t images;
     int *btile;            /* gy x gx: -1 interior tile, else row of bbox */
@@ -42,8 +48,8 @@ typedef struct ps_gx_group {
     ps_box *bbox;          /* n_btiles x n regions of boundary tiles */
     size_t scratch_floats; /* per thread */
     ps_group_eval ev;
-    char *tree;            /* isl schedule tree (YAML), for describe */
     double computed_pts, needed_pts;
+    char *why;             /* why it was formed and kept apart from its consumers' groups */
 } ps_gx_group;
 
 /* Per-stage executor facts. */
@@ -74,6 +80,24 @@ struct ps_graph_plan {
     double plan_ms, fuse_ms;
     long dp_states, cost_evaluations;
 };
+
+/* The rows each member of group g must have computed after band b of a
+ * tile whose regions are B: hi[k], from the live-outs' own rows up to the
+ * band's end back through what the members read (the band's right face).
+ * done[k]: rows computed so far. The same function drives execution and the
+ * plan-time sizing of the rings. Returns 0 after the tile's last band. */
+/* Member m's own part of tile (ti, tj). */
+static inline ps_box ps_member_own(const ps_gx_member *m, int64_t ti, int64_t tj)
+{
+    return (ps_box){m->own_y0 + m->own_h * ti, m->own_x0 + m->own_w * tj, m->own_h, m->own_w};
+}
+
+int ps_band_targets(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B, int64_t ti, int64_t b,
+                    const int64_t *done, int64_t *hi);
+/* The lowest row of member k that the band's computation reads (its
+ * consumers' new rows and its own copy-out), for ring sizing. */
+int64_t ps_band_low(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B, int64_t ti, int k, const int64_t *done,
+                    const int64_t *hi);
 
 /* Runs the plan (arguments already checked). workspace: workspace_bytes,
  * 64-byte aligned. */

@@ -12,19 +12,20 @@
 void ps_cost_model_init(ps_cost_model *cm, const ps_machine *m, int threads)
 {
     memset(cm, 0, sizeof *cm);
-    /* Seed 002, Table 2 (Xeon): w1 on bytes moved per point computed, w2 on
-     * the tiles left for a last, partial round over the cores, w3 on the
-     * redundant bytes per tile footprint, w4 on the spread of extents. */
-    cm->w[0] = 1.0;
-    cm->w[1] = 100.0;
-    cm->w[2] = 46875.0;
-    cm->w[3] = 1.5;
+    cm->cores = threads > 0 ? threads : 1;
+    double bw = m->mem_bandwidth_gbs > 0 ? m->mem_bandwidth_gbs : 10.0;
+    double peak = m->peak_gflops_core > 0 ? m->peak_gflops_core : 50.0;
+    cm->bandwidth = bw * 1e9 * cm->cores;
+    /* A row kernel loads one operand per fused multiply-add (a tap, or an
+     * expression operand from L1): two loads per cycle feed one FMA pipe's
+     * worth of work, about half the FMA peak. */
+    cm->flops = 0.5 * peak * 1e9 * cm->cores;
+    cm->w4 = 0.1;
     cm->innermost = 256;
     cm->cache[0] = ps_machine_cache_bytes(m, 1);
     cm->cache[1] = ps_machine_cache_bytes(m, 2);
     if (!cm->cache[0]) cm->cache[0] = 32 << 10;
     if (!cm->cache[1]) cm->cache[1] = 1 << 20;
-    cm->cores = threads > 0 ? threads : 1;
 }
 
 static double rat_d(const ps_rat *r) { return (double)r->num / (double)r->den; }
@@ -47,26 +48,32 @@ void ps_group_extent(const ps_pipeline *p, const ps_group_geom *g, double *y0, d
     }
 }
 
-/* ComputeTileSizes (Alg. 2): the innermost (x) side is min(extent, 256);
- * the y side takes the rest of the tile volume, the footprint divided by the
- * buffers the group keeps per reference point. */
-static void tile_sizes(const ps_pipeline *p, const ps_group_geom *g, const ps_cost_model *cm, double footprint,
-                       double ext_y, double ext_x, int64_t *ty, int64_t *tx)
+/* The tiles' x side (seed 002's innermost tile size, from the footprint):
+ * a tile runs as bands of rows inside it (multi-level tiling), so what must
+ * stay in L2 is each member's ring of rows (the band plus its consumers'
+ * reach: the region's excess over the tile) across the tile's width. Half
+ * of L2 goes to the rings, the rest to the streams of live-ins and
+ * live-outs. Rows as wide as that allows: long row segments keep the
+ * prefetchers streaming (a copy over 256-column tiles ran at half the speed
+ * of the same copy over whole rows). */
+static int64_t tile_width(const ps_pipeline *p, const ps_group_geom *g, const ps_cost_model *cm, const ps_region_form *f0,
+                          int64_t ty0, double ext_x)
 {
-    double buffers = 0;
-    for (int k = 0; k < g->n; k++)
-        buffers += (double)p->st[g->m[k]].c * rat_d(&g->sy[k]) * rat_d(&g->sx[k]);
-    double vol = footprint / (4.0 * (buffers > 0 ? buffers : 1));
-    int64_t x = (int64_t)ceil(ext_x);
-    if (x > cm->innermost) x = cm->innermost;
-    x = round_up(x < 1 ? 1 : x, g->align_x);
-    int64_t y = (int64_t)(vol / (double)x);
-    int64_t ymax = (int64_t)ceil(ext_y);
-    if (y > ymax) y = ymax;
-    y = y / g->align_y * g->align_y;
-    if (y < g->align_y) y = g->align_y;
-    *ty = y;
-    *tx = x;
+    double per_col = 0;
+    for (int k = 0; k < g->n; k++) {
+        double rows = (double)g->align_y * rat_d(&g->sy[k]) + (double)(f0[k].h - ps_group_member_tile(&g->sy[k], ty0)) + 1;
+        per_col += 4.0 * (double)p->st[g->m[k]].c * rat_d(&g->sx[k]) * rows;
+    }
+    int64_t full = round_up((int64_t)ceil(ext_x), g->align_x);
+    int64_t x = (int64_t)(0.5 * (double)cm->cache[1] / (per_col > 0 ? per_col : 1));
+    x = x / g->align_x * g->align_x;
+    int64_t floor_x = round_up(64, g->align_x);
+    if (x < floor_x) x = floor_x;
+    if (x >= full) return full;
+    /* Equal columns: the widest the rings allow, evened out so the last is
+     * not a sliver. */
+    int64_t cols = (full + x - 1) / x;
+    return round_up((full + cols - 1) / cols, g->align_x);
 }
 
 static double spread(const double *v, int n)
@@ -87,26 +94,42 @@ static int cost_for_tile(ps_fusion_state *fs, const ps_group_geom *g, double foo
     const ps_cost_model *cm = &fs->cm;
     ps_region_form *forms = malloc((size_t)(g->n + g->n_livein) * sizeof *forms);
     if (!forms) return -1;
-    int rc = ps_group_regions(fs->isl, p, g, ty, tx, forms);
+    int rc = ps_group_regions(fs->regions, p, g, ty, tx, forms);
     if (rc <= 0) {
         free(forms);
         return rc;
     }
-    double comp = 0, over = 0, share_pts = 0, livein = 0, liveout = 0;
+    /* Per tile: every region is its share (its slope: what the next tile
+     * starts further on) plus a halo recomputed by the neighbours. Over
+     * the image, the shares add up to the extent (tiles at the edges are
+     * partial: n_eff tiles' worth), the halos come once per tile. */
+    int64_t tiles = (int64_t)ceil(ext_y / (double)ty) * (int64_t)ceil(ext_x / (double)tx);
+    double images = (double)p->st[g->m[0]].n;
+    int64_t n_tiles = tiles * p->st[g->m[0]].n;
+    double n_eff = ext_y / (double)ty * ext_x / (double)tx * images;
+    double comp = 0, over = 0, share_pts = 0, bytes = 0, flops = 0, tile_comp = 0, tile_bytes = 0;
     for (int k = 0; k < g->n; k++) {
-        double c = (double)p->st[g->m[k]].c;
-        double area = (double)forms[k].h * (double)forms[k].w;
-        double share = (double)ps_group_member_tile(&g->sy[k], ty) * (double)ps_group_member_tile(&g->sx[k], tx);
-        comp += area * c;
+        const ps_pstage *S = &p->st[g->m[k]];
+        double c = (double)S->c;
+        double area = (double)forms[k].h * (double)forms[k].w, share = (double)forms[k].ay * (double)forms[k].ax;
+        double pts = c * (share * n_eff + (area - share) * (double)n_tiles);
+        comp += pts;
+        flops += pts * ps_stage_flops(S);
         over += (area - share) * c;
         share_pts += share * c;
-        if (g->live_out[k]) liveout += share * c * 4.0;
+        tile_comp += area * c;
+        if (g->live_out[k]) {
+            bytes += share * c * 4.0 * n_eff;
+            tile_bytes += share * c * 4.0;
+        }
     }
-    for (int i = 0; i < g->n_livein; i++)
-        livein += (double)forms[g->n + i].h * (double)forms[g->n + i].w * (double)p->st[g->livein[i]].c * 4.0;
+    for (int i = 0; i < g->n_livein; i++) {
+        const ps_region_form *f = &forms[g->n + i];
+        double c = (double)p->st[g->livein[i]].c, area = (double)f->h * (double)f->w, share = (double)f->ay * (double)f->ax;
+        bytes += c * 4.0 * (share * n_eff + (area - share) * (double)n_tiles);
+        tile_bytes += c * 4.0 * area;
+    }
     free(forms);
-    int64_t tiles = (int64_t)ceil(ext_y / (double)ty) * (int64_t)ceil(ext_x / (double)tx);
-    int64_t n_tiles = tiles * p->st[g->m[0]].n;
     double hy[64], wx[64];
     int nd = 0;
     for (int k = 0; k < g->n && nd < 64; k++, nd++) {
@@ -114,11 +137,22 @@ static int cost_for_tile(ps_fusion_state *fs, const ps_group_geom *g, double foo
         hy[nd] = (double)b->h / rat_d(&g->sy[k]);
         wx[nd] = (double)b->w / rat_d(&g->sx[k]);
     }
-    ev->terms[0] = (livein + liveout) / (comp > 0 ? comp : 1);
-    ev->terms[1] = (double)((n_tiles + cm->cores - 1) % cm->cores);
-    ev->terms[2] = over * 4.0 / footprint;
+    ev->terms[0] = tile_bytes / (tile_comp > 0 ? tile_comp : 1);
+    /* t2 as the share of the cores' rounds the tiles keep busy (1: no
+     * partial last round) */
+    double rounds = ceil((double)n_tiles / cm->cores);
+    double balance = (double)n_tiles / (rounds * cm->cores);
+    ev->terms[1] = balance;
+    ev->terms[2] = share_pts > 0 ? over / share_pts : 0;
     ev->terms[3] = spread(hy, nd) + spread(wx, nd);
-    ev->cost = cm->w[0] * ev->terms[0] - cm->w[1] * ev->terms[1] + cm->w[2] * ev->terms[2] + cm->w[3] * ev->terms[3];
+    /* The terms as time (fusion.h): memory traffic of the live-ins and
+     * live-outs, arithmetic of every point computed (the overlap included),
+     * stretched by the cores a last partial round of tiles leaves idle. */
+    double t_mem = bytes / cm->bandwidth;
+    double t_comp = flops / cm->flops;
+    ev->cost = (t_mem + t_comp) * (1.0 + cm->w4 * ev->terms[3]) / balance;
+    (void)footprint;
+    (void)comp;
     ev->ty = ty;
     ev->tx = tx;
     ev->tiles = tiles;
@@ -155,22 +189,42 @@ ps_status ps_group_cost_uncached(ps_fusion_state *fs, const int *m, int n, ps_gr
     int rc;
     if (cm->force_ty > 0 && cm->force_tx > 0) {
         int64_t ty = round_up(cm->force_ty, g.align_y), tx = round_up(cm->force_tx, g.align_x);
-        double fp = total / cm->cores < (double)cm->cache[1] ? total / cm->cores : (double)cm->cache[1];
-        rc = cost_for_tile(fs, &g, fp > 0 ? fp : 1, ty, tx, ext_y, ext_x, ev, &over, &tile);
+        rc = cost_for_tile(fs, &g, total, ty, tx, ext_y, ext_x, ev, &over, &tile);
         ev->level = 0;
     } else {
-        rc = 0;
-        for (int level = 1; level <= 2; level++) {
-            double fp = total / cm->cores < (double)cm->cache[level - 1] ? total / cm->cores : (double)cm->cache[level - 1];
-            if (fp < 1) fp = 1;
-            int64_t ty, tx;
-            tile_sizes(p, &g, cm, fp, ext_y, ext_x, &ty, &tx);
-            rc = cost_for_tile(fs, &g, fp, ty, tx, ext_y, ext_x, ev, &over, &tile);
-            ev->level = level;
-            /* Alg. 2, line 5: an overlap beyond the tile's own volume sends
-             * the tiles to the next cache level. */
-            if (rc != 1 || over <= tile) break;
+        /* The regions' excess over the tile does not depend on the tile's
+         * size (tiling.h): one look at a nominal tile sizes the rings. */
+        int64_t ty0 = g.align_y * 32, tx0 = g.align_x * 32;
+        ps_region_form *f0 = malloc((size_t)(n + g.n_livein) * sizeof *f0);
+        rc = f0 ? ps_group_regions(fs->regions, p, &g, ty0, tx0, f0) : -1;
+        if (rc == 1) {
+            int64_t tx = tile_width(p, &g, cm, f0, ty0, ext_x);
+            /* The y side: as tall as leaves every core two or more tiles
+             * (tiles differ in cost at the image's edges), the cheapest of
+             * those by the cost; taller tiles recompute less halo. */
+            int64_t images = p->st[g.m[0]].n, tried[8];
+            int nt = 0;
+            ps_group_eval best = {0};
+            best.cost = INFINITY;
+            for (int f = 2; f <= 32 && rc >= 0; f *= 2) {
+                double per_image = (double)cm->cores * f / (double)images;
+                int64_t ty = round_up((int64_t)ceil(ext_y / (per_image > 1 ? per_image : 1)), g.align_y);
+                int dup = 0;
+                for (int i = 0; i < nt; i++) dup |= tried[i] == ty;
+                if (dup) continue;
+                tried[nt++] = ty;
+                ps_group_eval e = *ev;
+                int r = cost_for_tile(fs, &g, total, ty, tx, ext_y, ext_x, &e, &over, &tile);
+                if (r < 0) rc = -1;
+                else if (r == 1 && e.cost < best.cost) best = e;
+            }
+            if (rc >= 0) {
+                rc = isfinite(best.cost) ? 1 : 0;
+                if (rc) *ev = best;
+            }
         }
+        free(f0);
+        ev->level = 2;
     }
     if (rc < 0) {
         ps_group_geom_release(&g);

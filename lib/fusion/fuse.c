@@ -65,7 +65,10 @@ ps_fusion_state *ps_fusion_state_create(isl_ctx *ctx, const ps_pipeline *p, cons
     fs->words = (p->n + 63) / 64;
     fs->memo_cap = 256;
     fs->memo = calloc(fs->memo_cap, sizeof *fs->memo);
-    if (!fs->memo) {
+    fs->regions = ps_region_cache_create(ctx);
+    if (!fs->memo || !fs->regions) {
+        ps_region_cache_destroy(fs->regions);
+        free(fs->memo);
         free(fs);
         return NULL;
     }
@@ -77,6 +80,7 @@ void ps_fusion_state_destroy(ps_fusion_state *fs)
     if (!fs) return;
     for (size_t i = 0; i < fs->memo_cap; i++) free(fs->memo[i].key);
     free(fs->memo);
+    ps_region_cache_destroy(fs->regions);
     free(fs);
 }
 

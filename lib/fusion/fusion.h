@@ -1,15 +1,24 @@
 /* Internal: grouping the pipeline's stages into fused groups (seed 002).
  *
- * COST(H) is PolyMage's Alg. 2: tile sizes from the footprint per core
- * within L1 (else L2, when the overlap outgrows the tile), then
- *   w1 (live-in + live-out bytes per tile) / points computed per tile
- * - w2 ((tiles + cores - 1) mod cores)
- * + w3 overlap bytes per tile / tile footprint
- * + w4 spread of the members' extents,
- * with the footprints and overlaps from the isl regions of the candidate
- * group (tiling.h). ps_fuse forms the groups with the dynamic programme of
- * Alg. 1 (bounded and repeated as Alg. 5 on large graphs), greedily, one
- * stage per group, or as the caller fixed them. */
+ * COST(H) follows PolyMage's Alg. 2: tile sizes from the footprint per core
+ * within L1 (else L2, when the overlap outgrows the tile), then its four
+ * terms over the isl regions of the candidate group (tiling.h):
+ *   t1 live-in + live-out bytes per point computed,
+ *   t2 load balance: the share of the cores' rounds of tiles that are busy
+ *      (the paper counts the tiles of a last, partial round),
+ *   t3 relative overlap: redundant points per point of the tile's own share,
+ *   t4 spread of the members' extents.
+ * The weights come from the machine model rather than the paper's
+ * hand-fitted Table 2: t1 is weighted by the time a byte takes from memory,
+ * t3 by the time a point's arithmetic takes, t2 scales the whole by the
+ * cores a partial round leaves idle, and the group's points make the cost
+ * extensive, so the sum the DP minimises over groups estimates the
+ * pipeline's time (seconds):
+ *   cost = points x [t1 / bandwidth + (1 + t3) x flops per point / peak]
+ *          x (1 + w4 t4) / balance(t2).
+ * ps_fuse forms the groups with the dynamic programme of Alg. 1 (bounded
+ * and repeated as Alg. 5 on large graphs), greedily, one stage per group,
+ * or as the caller fixed them. */
 #ifndef PS_FUSION_H
 #define PS_FUSION_H
 
@@ -20,7 +29,9 @@
 #include "tiling/tiling.h"
 
 typedef struct ps_cost_model {
-    double w[4];          /* w1..w4 */
+    double bandwidth;     /* bytes/s from memory, all threads */
+    double flops;         /* floating-point operations/s the row kernels sustain, all threads */
+    double w4;            /* weight of the extent spread */
     int64_t innermost;    /* innermost tile size (PolyMage's 256) */
     size_t cache[2];      /* L1, L2 bytes per core */
     int cores;
@@ -36,7 +47,7 @@ typedef struct ps_group_eval {
     double cost;
     int64_t ty, tx;       /* reference tile */
     int level;            /* cache level the tile sizes were chosen for (1, 2; 0 = forced) */
-    double terms[4];      /* the four terms, unweighted */
+    double terms[4];      /* t1 bytes/point, t2 cores busy (0..1), t3 relative overlap, t4 extent spread */
     double overlap;       /* redundant points / needed points per interior tile */
     int64_t tiles;        /* tiles per image */
 } ps_group_eval;

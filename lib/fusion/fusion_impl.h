@@ -11,6 +11,7 @@ typedef struct ps_cost_entry {
 
 struct ps_fusion_state {
     isl_ctx *isl;
+    ps_region_cache *regions; /* isl images of tile regions, cached */
     const ps_pipeline *p;
     ps_cost_model cm;
     int words;               /* uint64 words of a stage bitset */

@@ -67,6 +67,13 @@ typedef struct ps_row_kernels {
     void (*up2_bilinear_h)(float *restrict out, int64_t n, const float *v, int parity);
     /* out[i] = 0.25 * ((a[2i] + a[2i+1]) + (b[2i] + b[2i+1])) */
     void (*down2_average)(float *restrict out, int64_t n, const float *a, const float *b);
+    /* dst[i] = src[i] with non-temporal stores where dst is vector-aligned:
+     * for outputs far larger than the last-level cache, a streamed line
+     * costs one write to memory instead of a read for ownership and a
+     * write-back. */
+    void (*stream_copy)(float *restrict dst, const float *restrict src, int64_t n);
+    /* Orders this thread's streamed stores before what follows (a barrier). */
+    void (*stream_fence)(void);
 } ps_row_kernels;
 
 extern const ps_row_kernels ps_row_kernels_avx512;

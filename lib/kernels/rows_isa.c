@@ -6,6 +6,7 @@
  * the compiler vectorizes. */
 #include "kernels/kernels.h"
 
+#include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -370,6 +371,34 @@ static void down2_average(float *restrict out, int64_t n, const float *a, const 
     for (; i < n; i++) out[i] = 0.25f * ((a[2 * i] + a[2 * i + 1]) + (b[2 * i] + b[2 * i + 1]));
 }
 
+static void stream_copy(float *restrict dst, const float *restrict src, int64_t n)
+{
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    const int64_t lanes = 16;
+#elif defined(__AVX__)
+    const int64_t lanes = 8;
+#else
+    const int64_t lanes = 4;
+#endif
+    while (i < n && ((uintptr_t)(dst + i) & (size_t)(lanes * 4 - 1))) {
+        dst[i] = src[i];
+        i++;
+    }
+    for (; i + lanes <= n; i += lanes) {
+#if defined(__AVX512F__)
+        _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
+#elif defined(__AVX__)
+        _mm256_stream_ps(dst + i, _mm256_loadu_ps(src + i));
+#else
+        _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+#endif
+    }
+    for (; i < n; i++) dst[i] = src[i];
+}
+
+static void stream_fence(void) { _mm_sfence(); }
+
 const ps_row_kernels PS_KERNEL_TABLE = {
     .isa = PS_KERNEL_ISA_NAME,
     .vector_floats = PS_KERNEL_VECTOR_FLOATS,
@@ -379,4 +408,6 @@ const ps_row_kernels PS_KERNEL_TABLE = {
     .up2_nearest = up2_nearest,
     .up2_bilinear_h = up2_bilinear_h,
     .down2_average = down2_average,
+    .stream_copy = stream_copy,
+    .stream_fence = stream_fence,
 };

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "fusion/fusion_impl.h"
+#include "fusion/fusion.h"
 #include "plan/context_impl.h"
 
 static double now_ms(void)
@@ -40,7 +41,11 @@ void ps_graph_plan_destroy(ps_graph_plan *pl)
         free(pl->groups[g].mem);
         free(pl->groups[g].btile);
         free(pl->groups[g].bbox);
-        free(pl->groups[g].tree);
+        free(pl->groups[g].why);
+        for (int k = 0; pl->groups[g].mem && k < pl->groups[g].n; k++) {
+            free(pl->groups[g].mem[k].read_by);
+            free(pl->groups[g].mem[k].read_as);
+        }
     }
     free(pl->groups);
     if (pl->xs)
@@ -104,7 +109,7 @@ static void tile_boxes(const ps_pipeline *p, const ps_gx_group *g, int64_t ti, i
         const ps_pstage *S = &p->st[m->stage];
         ps_box b = {0, 0, 0, 0};
         if (m->live_out) {
-            ps_box own = {m->own_h * ti, m->own_w * tj, m->own_h, m->own_w};
+            ps_box own = ps_member_own(m, ti, tj);
             b = ps_box_intersect(&own, &S->need);
         }
         for (int q = k + 1; q < g->n; q++) {
@@ -125,9 +130,70 @@ static int box_eq(const ps_box *a, const ps_box *b)
     return a->y0 == b->y0 && a->x0 == b->x0 && a->h == b->h && a->w == b->w;
 }
 
+/* Ring sizes: the band schedule run (without computing) over one interior
+ * tile and every boundary tile; a member's ring holds the widest window of
+ * its rows that one band reads. maxh[k]: its tallest region (the ring never
+ * needs more). Members written in place to memory need no ring. */
+static ps_status size_rings(ps_graph_plan *pl, ps_gx_group *G, const int64_t *maxh)
+{
+    const ps_pipeline *p = &pl->pipe;
+    int n = G->n;
+    ps_box *B = malloc((size_t)n * sizeof *B);
+    int64_t *done = malloc((size_t)n * sizeof *done), *hi = malloc((size_t)n * sizeof *hi);
+    int64_t *ring = calloc((size_t)n, sizeof *ring);
+    if (!B || !done || !hi || !ring) {
+        free(B);
+        free(done);
+        free(hi);
+        free(ring);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    }
+    /* Tiles whose regions are the same up to the tile's own shift run the
+     * same bands: one of each kind is simulated. */
+    int64_t n_cells = G->gy * G->gx, n_kinds = 0;
+    ps_box *kinds = malloc((size_t)n_cells * (size_t)n * sizeof *kinds);
+    if (!kinds) {
+        free(B);
+        free(done);
+        free(hi);
+        free(ring);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    }
+    for (int64_t cell = 0; cell < n_cells; cell++) {
+        int bt = G->btile[cell];
+        int64_t ti = G->ti0 + cell / G->gx, tj = G->tj0 + cell % G->gx;
+        ps_box *sig = kinds + (size_t)n_kinds * n;
+        for (int k = 0; k < n; k++) {
+            B[k] = bt < 0 ? ps_region_at(&G->mem[k].form, ti, tj) : G->bbox[(size_t)bt * n + k];
+            done[k] = B[k].y0;
+            ps_box own = ps_member_own(&G->mem[k], ti, tj);
+            sig[k] = (ps_box){B[k].y0 - own.y0, B[k].x0 - own.x0, B[k].h, B[k].w};
+        }
+        int64_t same = 0;
+        while (same < n_kinds && memcmp(kinds + (size_t)same * n, sig, (size_t)n * sizeof *sig)) same++;
+        if (same < n_kinds) continue;
+        n_kinds++;
+        for (int64_t b = 0, more = 1; more; b++) {
+            more = ps_band_targets(p, G, B, ti, b, done, hi);
+            for (int k = 0; k < n; k++) {
+                int64_t w = hi[k] - ps_band_low(p, G, B, ti, k, done, hi);
+                if (w > ring[k]) ring[k] = w;
+            }
+            memcpy(done, hi, (size_t)n * sizeof *done);
+        }
+    }
+    for (int k = 0; k < n; k++) G->mem[k].scr_h = ring[k] < 1 ? 1 : ring[k] > maxh[k] ? maxh[k] : ring[k];
+    free(kinds);
+    free(B);
+    free(done);
+    free(hi);
+    free(ring);
+    return PS_SUCCESS;
+}
+
 /* Builds group gi from its members: regions, tile grid, boundary table,
  * scratch layout. */
-static ps_status build_group(ps_graph_plan *pl, isl_ctx *ictx, ps_fusion_state *fs, const int *group_of, int gi)
+static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *group_of, int gi)
 {
     const ps_pipeline *p = &pl->pipe;
     ps_gx_group *G = &pl->groups[gi];
@@ -150,7 +216,7 @@ static ps_status build_group(ps_graph_plan *pl, isl_ctx *ictx, ps_fusion_state *
         if (!forms || !G->mem) st = ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
     }
     if (!st) {
-        int rc = ps_group_regions(ictx, p, &geom, G->ev.ty, G->ev.tx, forms);
+        int rc = ps_group_regions(fs->regions, p, &geom, G->ev.ty, G->ev.tx, forms);
         if (rc < 0) st = PS_ERR_BACKEND;
         else if (rc == 0)
             st = ps_error(PS_ERR_BACKEND, "ps_graph_plan_create: isl found no fixed-size regions for a group it accepted");
@@ -163,7 +229,15 @@ static ps_status build_group(ps_graph_plan *pl, isl_ctx *ictx, ps_fusion_state *
     G->n = n;
     G->ty = G->ev.ty;
     G->tx = G->ev.tx;
+    G->band = geom.align_y;
     G->images = p->st[geom.m[0]].n;
+    /* The tile grid starts at the live-outs' first needed pixel (in the
+     * reference's coordinates, down to a multiple of the alignment so every
+     * member's share starts on a whole pixel). */
+    double ey0, ey1, ex0, ex1;
+    ps_group_extent(p, &geom, &ey0, &ey1, &ex0, &ex1);
+    int64_t anchor_y = floor_div((int64_t)floor(ey0), geom.align_y) * geom.align_y;
+    int64_t anchor_x = floor_div((int64_t)floor(ex0), geom.align_x) * geom.align_x;
     int64_t ti0 = INT64_MAX, ti1 = INT64_MIN, tj0 = INT64_MAX, tj1 = INT64_MIN;
     for (int k = 0; k < n; k++) {
         ps_gx_member *M = &G->mem[k];
@@ -173,11 +247,32 @@ static ps_status build_group(ps_graph_plan *pl, isl_ctx *ictx, ps_fusion_state *
         M->inner_cons = geom.inner_cons[k];
         M->own_h = ps_group_member_tile(&geom.sy[k], G->ty);
         M->own_w = ps_group_member_tile(&geom.sx[k], G->tx);
+        M->own_y0 = ps_group_member_tile(&geom.sy[k], anchor_y);
+        M->own_x0 = ps_group_member_tile(&geom.sx[k], anchor_x);
         M->form = forms[k];
-        for (int j = 0; j < S->n_in; j++) M->in_member[j] = ps_group_member_index(&geom, S->in[j]);
+        /* isl's regions are for tiles from 0; the anchor shifts them all */
+        M->form.by += M->own_y0;
+        M->form.bx += M->own_x0;
+        for (int j = 0; j < S->n_in; j++) {
+            M->in_member[j] = ps_group_member_index(&geom, S->in[j]);
+            if (M->in_member[j] < 0) continue;
+            ps_gx_member *P = &G->mem[M->in_member[j]];
+            int *a = realloc(P->read_by, (size_t)(P->n_reads + 1) * sizeof *a);
+            int *b = a ? realloc(P->read_as, (size_t)(P->n_reads + 1) * sizeof *b) : NULL;
+            if (a) P->read_by = a;
+            if (!a || !b) {
+                st = ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+                break;
+            }
+            P->read_as = b;
+            P->read_by[P->n_reads] = k;
+            P->read_as[P->n_reads++] = j;
+        }
         if (M->live_out) {
-            int64_t a = floor_div(S->need.y0, M->own_h), b = floor_div(S->need.y0 + S->need.h - 1, M->own_h);
-            int64_t c = floor_div(S->need.x0, M->own_w), d = floor_div(S->need.x0 + S->need.w - 1, M->own_w);
+            int64_t a = floor_div(S->need.y0 - M->own_y0, M->own_h);
+            int64_t b = floor_div(S->need.y0 + S->need.h - 1 - M->own_y0, M->own_h);
+            int64_t c = floor_div(S->need.x0 - M->own_x0, M->own_w);
+            int64_t d = floor_div(S->need.x0 + S->need.w - 1 - M->own_x0, M->own_w);
             if (a < ti0) ti0 = a;
             if (b > ti1) ti1 = b;
             if (c < tj0) tj0 = c;
@@ -232,16 +327,89 @@ static ps_status build_group(ps_graph_plan *pl, isl_ctx *ictx, ps_fusion_state *
     for (int k = 0; k < n && !st; k++) {
         const ps_pstage *S = &p->st[G->mem[k].stage];
         G->needed_pts += (double)S->need.h * (double)S->need.w * (double)S->c * (double)S->n;
-        G->mem[k].scr_h = maxh[k];
         G->mem[k].scr_rs = (int64_t)round16((size_t)G->mem[k].max_w);
     }
-    /* The tree is kept as text for describe; a failure to print it costs
-     * only the description. */
-    if (!st) G->tree = ps_group_schedule_tree(ictx, p, &geom, forms, ti0, ti1 + 1, tj0, tj1 + 1);
+    if (!st) st = size_rings(pl, G, maxh);
     free(forms);
     free(box);
     free(maxh);
     ps_group_geom_release(&geom);
+    return st;
+}
+
+static void append(char **text, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char **text, size_t *len, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !*text) return;
+    if ((size_t)n >= sizeof line) n = sizeof line - 1;
+    char *t = realloc(*text, *len + (size_t)n + 1);
+    if (!t) return;
+    memcpy(t + *len, line, (size_t)n + 1);
+    *text = t;
+    *len += (size_t)n;
+}
+
+/* The evidence behind group gi, for describe and PS_VERBOSE: its cost
+ * against its stages' apart, and for each group that reads it the cost of
+ * the two together (or why they cannot be fused). Costs come from the
+ * planner's memo, so this repeats no isl work. */
+static ps_status explain_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *group_of, int gi)
+{
+    const ps_pipeline *p = &pl->pipe;
+    ps_gx_group *G = &pl->groups[gi];
+    size_t len = 0;
+    G->why = calloc(1, 1);
+    int *m = malloc(((size_t)p->n + 1) * sizeof *m);
+    if (!G->why || !m) {
+        free(m);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    }
+    ps_status st = PS_SUCCESS;
+    static const char *const mode_note[] = {"", "greedy grouping (a group joins its only consumer group while legal); ",
+                                            "no fusion requested; ", "grouping fixed by the caller; "};
+    append(&G->why, &len, "%s", mode_note[pl->opts.fusion]);
+    if (G->n > 1) {
+        double apart = 0;
+        for (int k = 0; k < G->n && !st; k++) {
+            ps_group_eval ev;
+            st = ps_group_evaluate(fs, &G->mem[k].stage, 1, &ev);
+            apart += ev.cost;
+        }
+        append(&G->why, &len, "fused: %.4g ms together, %.4g ms with its %d stages apart", G->ev.cost * 1e3, apart * 1e3, G->n);
+    } else {
+        append(&G->why, &len, "one stage");
+    }
+    char *seen = calloc((size_t)pl->n_groups + 1, 1);
+    for (int k = 0; k < G->n && !st && seen; k++) {
+        const ps_pstage *S = &p->st[G->mem[k].stage];
+        for (int c = 0; c < S->n_cons && !st; c++) {
+            int h = group_of[S->cons[c]];
+            if (h == gi || seen[h]) continue;
+            seen[h] = 1;
+            int n = 0;
+            for (int s = 0; s < p->n; s++)
+                if (group_of[s] == gi || group_of[s] == h) m[n++] = s;
+            ps_group_eval both;
+            st = ps_group_evaluate(fs, m, n, &both);
+            if (st) break;
+            if (!both.legal)
+                append(&G->why, &len, "; not fused with group %d: %s", h, both.why);
+            else
+                append(&G->why, &len, "; with group %d: %.4g ms together, %.4g + %.4g ms apart%s", h, both.cost * 1e3,
+                       G->ev.cost * 1e3, pl->groups[h].ev.cost * 1e3,
+                       pl->opts.fusion != PS_FUSION_DP ? ""
+                       : both.cost > G->ev.cost + pl->groups[h].ev.cost ? " (cheaper apart)"
+                                                                         : " (the pair is cheaper, but not with the rest of the DAG's grouping)");
+        }
+    }
+    free(seen);
+    free(m);
+    if (!st && pl->ctx->verbose) fprintf(stderr, "polysci_verbose,graph_group,%d,%s\n", gi, G->why);
     return st;
 }
 
@@ -261,6 +429,11 @@ static ps_status layout(ps_graph_plan *pl)
             const ps_gx_stage *X = &pl->xs[M->stage];
             int dests = (S->output_index >= 0) + (X->ws_off != SIZE_MAX);
             M->direct = !M->inner_cons && dests == 1;
+            size_t bytes = 4 * (size_t)S->n * (size_t)S->c *
+                           (size_t)(S->output_index >= 0 ? S->out_region.h * S->out_region.w : S->need.h * S->need.w);
+            size_t stream_from = ps_machine_stream_bytes(&pl->ctx->machine);
+            M->stream = M->direct && stream_from && bytes >= stream_from &&
+                        (S->output_index < 0 || S->layout == PS_LAYOUT_NCHW);
             M->scr_off = off;
             if (!M->direct) off += round16((size_t)S->c * (size_t)M->scr_h * (size_t)M->scr_rs);
             size_t w = (size_t)M->max_w, need = 0, fetch = w;
@@ -291,7 +464,7 @@ static ps_status layout(ps_graph_plan *pl)
     pl->temp_floats = round16(temp);
     pl->regs_floats = round16(regs);
     pl->zero_floats = round16(zeros);
-    pl->boxes_floats = round16((size_t)pl->max_members * sizeof(ps_box) / sizeof(float));
+    pl->boxes_floats = round16((size_t)pl->max_members * (sizeof(ps_box) + 2 * sizeof(int64_t)) / sizeof(float));
     pl->thread_floats = round16(scratch_max) + pl->staging_floats + 2 * pl->temp_floats + pl->regs_floats +
                         pl->zero_floats + pl->boxes_floats;
     double bytes = ((double)round16(pl->ws_tensor_floats) + (double)pl->nthreads * (double)pl->thread_floats) * 4.0;
@@ -374,7 +547,8 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
         pl->groups = calloc((size_t)pl->n_groups, sizeof *pl->groups);
         if (!pl->groups) st = ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
     }
-    for (int gi = 0; gi < pl->n_groups && !st; gi++) st = build_group(pl, ictx, fs, group_of, gi);
+    for (int gi = 0; gi < pl->n_groups && !st; gi++) st = build_group(pl, fs, group_of, gi);
+    for (int gi = 0; gi < pl->n_groups && !st; gi++) st = explain_group(pl, fs, group_of, gi);
     if (!st) st = layout(pl);
     if (fs) pl->cost_evaluations = fs->evaluations;
     ps_fusion_state_destroy(fs);
@@ -483,6 +657,49 @@ static const char *fusion_name(ps_fusion f)
     return f == PS_FUSION_GREEDY ? "greedy" : f == PS_FUSION_NONE ? "none" : f == PS_FUSION_FIXED ? "fixed" : "dp";
 }
 
+/* The group's tiled schedule tree, indented, or NULL. */
+static char *group_tree(const ps_graph_plan *pl, const ps_gx_group *G)
+{
+    isl_ctx *ictx = isl_ctx_alloc();
+    if (!ictx) return NULL;
+    isl_options_set_on_error(ictx, ISL_ON_ERROR_CONTINUE);
+    int *m = malloc((size_t)G->n * sizeof *m);
+    ps_region_form *forms = malloc((size_t)G->n * sizeof *forms);
+    char *text = NULL, *res = NULL;
+    if (m && forms) {
+        for (int k = 0; k < G->n; k++) {
+            m[k] = G->mem[k].stage;
+            forms[k] = G->mem[k].form;
+        }
+        ps_group_geom geom = {.n = G->n, .m = m};
+        text = ps_group_schedule_tree(ictx, &pl->pipe, &geom, forms, G->ti0, G->ti0 + G->gy, G->tj0, G->tj0 + G->gx);
+    }
+    if (text) {
+        size_t lines = 1, n = strlen(text);
+        for (size_t i = 0; i < n; i++) lines += text[i] == '\n';
+        res = malloc(n + 4 * lines + 2);
+        if (res) {
+            size_t o = 0;
+            int bol = 1;
+            for (size_t i = 0; i < n; i++) {
+                if (bol) {
+                    memcpy(res + o, "    ", 4);
+                    o += 4;
+                }
+                res[o++] = text[i];
+                bol = text[i] == '\n';
+            }
+            if (!bol) res[o++] = '\n';
+            res[o] = '\0';
+        }
+    }
+    free(text);
+    free(m);
+    free(forms);
+    isl_ctx_free(ictx);
+    return res;
+}
+
 ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len, size_t *needed)
 {
     if (!pl) return ps_error(PS_ERR_NULL_POINTER, "ps_graph_plan_describe: plan is NULL");
@@ -509,13 +726,12 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
         out(buf, len, &off,
             "group %d: %d stage%s, tile %lld x %lld (%s), %lld x %lld tiles x %lld images (%d boundary), "
             "redundant %.1f%%, scratch %zu bytes/thread\n"
-            "  cost %.4g = %.3g x %.4g (in+out bytes/point) - %.3g x %.0f (partial round) + %.4g x %.4g (overlap/footprint) "
-            "+ %.3g x %.4g (extent spread)\n",
+            "  cost %.4g ms: %.3g in+out bytes/point, cores busy %.0f%%, overlap %.1f%%, extent spread %.3g\n",
             gi, G->n, G->n == 1 ? "" : "s", (long long)G->ty, (long long)G->tx,
-            ev->level == 0 ? "forced" : ev->level == 1 ? "L1 footprint" : "L2 footprint", (long long)G->gy, (long long)G->gx,
+            ev->level == 0 ? "forced" : "rings of rows in L2", (long long)G->gy, (long long)G->gx,
             (long long)G->images, G->n_btiles, G->needed_pts > 0 ? 100.0 * (G->computed_pts / G->needed_pts - 1.0) : 0.0,
-            G->scratch_floats * sizeof(float), ev->cost, 1.0, ev->terms[0], 100.0, ev->terms[1], 46875.0, ev->terms[2], 1.5,
-            ev->terms[3]);
+            G->scratch_floats * sizeof(float), ev->cost * 1e3, ev->terms[0], 100.0 * ev->terms[1], 100.0 * ev->terms[2], ev->terms[3]);
+        if (G->why) out(buf, len, &off, "  %s\n", G->why);
         for (int k = 0; k < G->n; k++) {
             const ps_gx_member *M = &G->mem[k];
             const ps_pstage *S = &p->st[M->stage];
@@ -524,7 +740,11 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
                 (long long)M->own_w, M->live_out ? ", live-out" : "", M->direct ? " (written in place)" : "",
                 S->output_index >= 0 ? ", graph output" : "", S->n_inlined ? ", inlines " : "", S->n_inlined ? S->inlined : "");
         }
-        if (G->tree) out(buf, len, &off, "  schedule tree:\n    %s\n", G->tree);
+        /* The schedule tree is built here, not at planning: only a
+         * description needs it, and isl takes milliseconds to print it. */
+        char *tree = group_tree(pl, G);
+        if (tree) out(buf, len, &off, "  schedule tree:\n%s", tree);
+        free(tree);
     }
     if (needed) *needed = off;
     if (len > 0) buf[off < len ? off : len - 1] = '\0';

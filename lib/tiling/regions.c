@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include <isl/aff.h>
+#include <isl/constraint.h>
+#include <isl/local_space.h>
+#include <isl/space.h>
 #include <isl/fixed_box.h>
 #include <isl/map.h>
 #include <isl/printer.h>
@@ -198,6 +201,15 @@ ps_status ps_group_geom_init(const ps_pipeline *p, const int *members, int n, ps
         g->sx[k] = rat_div(g->sx[k], rx);
         g->align_y = g->align_y / gcd64(g->align_y, g->sy[k].den) * g->sy[k].den;
         g->align_x = g->align_x / gcd64(g->align_x, g->sx[k].den) * g->sx[k].den;
+        /* Live-ins too: their regions are fixed-size only when the tile
+         * covers whole pixels of them. */
+        const ps_pstage *S = &p->st[g->m[k]];
+        for (int j = 0; j < S->n_in; j++) {
+            if (ps_group_member_index(g, S->in[j]) >= 0) continue;
+            ps_rat fy = rat_mul(g->sy[k], edge_factor(S, 0)), fx = rat_mul(g->sx[k], edge_factor(S, 1));
+            g->align_y = g->align_y / gcd64(g->align_y, fy.den) * fy.den;
+            g->align_x = g->align_x / gcd64(g->align_x, fx.den) * fx.den;
+        }
         if (g->align_y > PS_TILE_ALIGN_MAX || g->align_x > PS_TILE_ALIGN_MAX) {
             g->legal = 0;
             snprintf(g->why, sizeof g->why, "resolutions too far apart (tiles would be multiples of %lld x %lld)",
@@ -206,36 +218,6 @@ ps_status ps_group_geom_init(const ps_pipeline *p, const int *members, int n, ps
         }
     }
     return PS_SUCCESS;
-}
-
-/* The access relation of consumer s reading its input j, as isl text
- * (boxes: a rectangular scratch region has the same hull either way). */
-static void access_str(const ps_pipeline *p, int s, char *buf, size_t len)
-{
-    const ps_pstage *S = &p->st[s];
-    switch (S->kind) {
-    case PS_NODE_STENCIL: {
-        int dy0 = S->dy[0], dy1 = S->dy[0], dx0 = S->dx[0], dx1 = S->dx[0];
-        for (int t = 1; t < S->n_taps; t++) {
-            if (S->dy[t] < dy0) dy0 = S->dy[t];
-            if (S->dy[t] > dy1) dy1 = S->dy[t];
-            if (S->dx[t] < dx0) dx0 = S->dx[t];
-            if (S->dx[t] > dx1) dx1 = S->dx[t];
-        }
-        snprintf(buf, len, "{ [y, x] -> [a, b] : %d y + %d <= a <= %d y + %d and %d x + %d <= b <= %d x + %d }", S->sy,
-                 dy0, S->sy, dy1, S->sx, dx0, S->sx, dx1);
-        return;
-    }
-    case PS_NODE_RESAMPLE:
-        if (S->resample == PS_RESAMPLE_UP2_NEAREST)
-            snprintf(buf, len, "{ [y, x] -> [a, b] : 2a <= y <= 2a + 1 and 2b <= x <= 2b + 1 }");
-        else if (S->resample == PS_RESAMPLE_UP2_BILINEAR)
-            snprintf(buf, len, "{ [y, x] -> [a, b] : y - 2 <= 2a <= y + 1 and x - 2 <= 2b <= x + 1 }");
-        else
-            snprintf(buf, len, "{ [y, x] -> [a, b] : 2y <= a <= 2y + 1 and 2x <= b <= 2x + 1 }");
-        return;
-    default: snprintf(buf, len, "{ [y, x] -> [y, x] }"); return;
-    }
 }
 
 /* Reads an integer isl_val (consumed); 0 in *ok when it is not one. */
@@ -248,98 +230,291 @@ static int64_t val_int(isl_val *v, int *ok)
     return r;
 }
 
-/* offset = a * t + b where t is parameter `param` (0: ti, 1: tj). */
-static int aff_form(isl_aff *aff, int param, int64_t *a, int64_t *b)
+/* One dimension of an access relation: the consumer's point y reads the
+ * producer's points a with  A a >= P y + q0  and  A a <= P y + q1. */
+typedef struct access1 {
+    int64_t A, P, q0, q1;
+} access1;
+
+static access1 access_dim(const ps_pstage *S, int dim)
 {
-    int ok = aff != NULL;
-    if (ok && isl_aff_dim(aff, isl_dim_div) != 0) ok = 0;
-    if (ok) {
-        *b = val_int(isl_aff_get_constant_val(aff), &ok);
-        *a = val_int(isl_aff_get_coefficient_val(aff, isl_dim_param, param), &ok);
-        int64_t other = val_int(isl_aff_get_coefficient_val(aff, isl_dim_param, 1 - param), &ok);
-        if (other != 0) ok = 0;
+    switch (S->kind) {
+    case PS_NODE_STENCIL: {
+        int lo = INT32_MAX, hi = INT32_MIN;
+        for (int t = 0; t < S->n_taps; t++) {
+            int d = dim ? S->dx[t] : S->dy[t];
+            if (d < lo) lo = d;
+            if (d > hi) hi = d;
+        }
+        return (access1){1, dim ? S->sx : S->sy, lo, hi};
     }
-    isl_aff_free(aff);
+    case PS_NODE_RESAMPLE:
+        if (S->resample == PS_RESAMPLE_UP2_NEAREST) return (access1){2, 1, -1, 0};  /* a = floor(y / 2) */
+        if (S->resample == PS_RESAMPLE_UP2_BILINEAR) return (access1){2, 1, -2, 1}; /* floor((y-1)/2) .. floor((y+1)/2) */
+        return (access1){1, 2, 0, 1};                                               /* 2y .. 2y + 1 */
+    default: return (access1){1, 1, 0, 0};
+    }
+}
+
+/* A one-dimensional region a ti + b .. a ti + b + h - 1. */
+typedef struct form1 {
+    int64_t a, b, h;
+} form1;
+
+typedef struct rc_entry {
+    int used;
+    access1 acc;
+    int64_t b, e;        /* consumer offset and excess (h - a) */
+    int ok;
+    int64_t pb, pe;      /* producer offset and excess */
+} rc_entry;
+
+struct ps_region_cache {
+    isl_ctx *ctx;
+    rc_entry *tab;
+    size_t cap, n;
+    long hits, misses;
+};
+
+ps_region_cache *ps_region_cache_create(isl_ctx *ctx)
+{
+    ps_region_cache *rc = calloc(1, sizeof *rc);
+    if (!rc) return NULL;
+    rc->ctx = ctx;
+    rc->cap = 256;
+    rc->tab = calloc(rc->cap, sizeof *rc->tab);
+    if (!rc->tab) {
+        free(rc);
+        return NULL;
+    }
+    return rc;
+}
+
+void ps_region_cache_destroy(ps_region_cache *rc)
+{
+    if (!rc) return;
+    free(rc->tab);
+    free(rc);
+}
+
+void ps_region_cache_counts(const ps_region_cache *rc, long *hits, long *misses)
+{
+    *hits = rc ? rc->hits : 0;
+    *misses = rc ? rc->misses : 0;
+}
+
+static isl_constraint *ineq(isl_local_space *ls, int64_t c_param, int64_t c_in, int64_t c_out, int64_t cst,
+                            enum isl_dim_type in_type)
+{
+    isl_constraint *c = isl_constraint_alloc_inequality(isl_local_space_copy(ls));
+    c = isl_constraint_set_coefficient_si(c, isl_dim_param, 0, (int)c_param);
+    if (c_in) c = isl_constraint_set_coefficient_si(c, in_type, 0, (int)c_in);
+    if (c_out) c = isl_constraint_set_coefficient_si(c, isl_dim_out, 0, (int)c_out);
+    return isl_constraint_set_constant_si(c, (int)cst);
+}
+
+/* isl: the image of the consumer region f under acc, as a fixed-size box
+ * affine in the tile index. 1 and *out, 0 when the image has no fixed size,
+ * -1 when isl failed. */
+static int image_isl(isl_ctx *ctx, const access1 *acc, const form1 *f, form1 *out)
+{
+    isl_space *sp = isl_space_set_alloc(ctx, 1, 1);
+    sp = isl_space_set_dim_name(sp, isl_dim_param, 0, "ti");
+    isl_local_space *ls = isl_local_space_from_space(isl_space_copy(sp));
+    /* a ti + b <= y <= a ti + b + h - 1 */
+    isl_basic_set *region = isl_basic_set_universe(isl_space_copy(sp));
+    region = isl_basic_set_add_constraint(region, ineq(ls, -f->a, 0, 1, -f->b, isl_dim_set));
+    region = isl_basic_set_add_constraint(region, ineq(ls, f->a, 0, -1, f->b + f->h - 1, isl_dim_set));
+    isl_local_space_free(ls);
+    isl_space *msp = isl_space_map_from_set(sp);
+    isl_local_space *mls = isl_local_space_from_space(isl_space_copy(msp));
+    /* A a - P y - q0 >= 0,  -A a + P y + q1 >= 0 */
+    isl_basic_map *access = isl_basic_map_universe(msp);
+    access = isl_basic_map_add_constraint(access, ineq(mls, 0, -acc->P, acc->A, -acc->q0, isl_dim_in));
+    access = isl_basic_map_add_constraint(access, ineq(mls, 0, acc->P, -acc->A, acc->q1, isl_dim_in));
+    isl_local_space_free(mls);
+    isl_set *img = isl_set_from_basic_set(isl_basic_set_apply(region, access));
+    int ok = -1;
+    if (img) {
+        isl_fixed_box *box = isl_set_get_simple_fixed_box_hull(img);
+        ok = box ? 0 : -1;
+        if (box && isl_fixed_box_is_valid(box) == isl_bool_true) {
+            isl_multi_aff *off = isl_fixed_box_get_offset(box);
+            isl_multi_val *size = isl_fixed_box_get_size(box);
+            int good = off && size;
+            if (good) {
+                isl_aff *aff = isl_multi_aff_get_at(off, 0);
+                good = aff && isl_aff_dim(aff, isl_dim_div) == 0;
+                if (good) {
+                    out->b = val_int(isl_aff_get_constant_val(aff), &good);
+                    out->a = val_int(isl_aff_get_coefficient_val(aff, isl_dim_param, 0), &good);
+                }
+                isl_aff_free(aff);
+                if (good) out->h = val_int(isl_multi_val_get_at(size, 0), &good);
+            }
+            isl_multi_aff_free(off);
+            isl_multi_val_free(size);
+            ok = good;
+        }
+        isl_fixed_box_free(box);
+    }
+    isl_set_free(img);
     return ok;
 }
 
-static int box_form(isl_set *region, ps_region_form *f)
+static size_t rc_slot(const access1 *acc, int64_t b, int64_t e, size_t cap)
 {
-    isl_fixed_box *box = isl_set_get_simple_fixed_box_hull(region);
-    int ok = box && isl_fixed_box_is_valid(box) == isl_bool_true;
-    if (ok) {
-        isl_multi_aff *off = isl_fixed_box_get_offset(box);
-        isl_multi_val *size = isl_fixed_box_get_size(box);
-        ok = off && size;
-        if (ok) ok = aff_form(isl_multi_aff_get_at(off, 0), 0, &f->ay, &f->by);
-        if (ok) ok = aff_form(isl_multi_aff_get_at(off, 1), 1, &f->ax, &f->bx);
-        if (ok) f->h = val_int(isl_multi_val_get_at(size, 0), &ok);
-        if (ok) f->w = val_int(isl_multi_val_get_at(size, 1), &ok);
-        isl_multi_aff_free(off);
-        isl_multi_val_free(size);
-    }
-    isl_fixed_box_free(box);
-    return ok;
+    uint64_t h = (uint64_t)acc->A * 0x9e3779b97f4a7c15ull ^ (uint64_t)acc->P * 0xc2b2ae3d27d4eb4full ^
+                 (uint64_t)acc->q0 * 0x165667b19e3779f9ull ^ (uint64_t)acc->q1 * 0x27d4eb2f165667c5ull ^
+                 (uint64_t)b * 0x94d049bb133111ebull ^ (uint64_t)e * 0xbf58476d1ce4e5b9ull;
+    return (size_t)(h ^ (h >> 29)) & (cap - 1);
 }
 
-int ps_group_regions(isl_ctx *ctx, const ps_pipeline *p, const ps_group_geom *g, int64_t ty, int64_t tx,
+/* The producer region acc reads for consumer region f (cached). */
+static int image(ps_region_cache *rc, const access1 *acc, const form1 *f, form1 *out)
+{
+    /* The producer's slope is the consumer's times P / A: whole only when
+     * the tile sizes respect the resolutions (they do, by alignment). */
+    if ((f->a * acc->P) % acc->A) return 0;
+    int64_t e = f->h - f->a;
+    size_t i = rc_slot(acc, f->b, e, rc->cap);
+    while (rc->tab[i].used) {
+        const rc_entry *c = &rc->tab[i];
+        if (!memcmp(&c->acc, acc, sizeof *acc) && c->b == f->b && c->e == e) {
+            rc->hits++;
+            if (!c->ok) return 0;
+            out->a = f->a * acc->P / acc->A;
+            out->b = c->pb;
+            out->h = out->a + c->pe;
+            return 1;
+        }
+        i = (i + 1) & (rc->cap - 1);
+    }
+    /* isl at a canonical slope with the same divisibility: the offset and
+     * excess it finds hold for every tile size (the region is the
+     * consumer's shifted by constants). */
+    form1 canon = {acc->A * 64, f->b, acc->A * 64 + e}, img = {0, 0, 0};
+    int r = image_isl(rc->ctx, acc, &canon, &img);
+    if (r < 0) return -1;
+    rc->misses++;
+    if (r == 1 && img.a != canon.a * acc->P / acc->A) r = 0;
+    if (2 * (rc->n + 1) > rc->cap) {
+        size_t cap = rc->cap * 2;
+        rc_entry *t = calloc(cap, sizeof *t);
+        if (!t) return -1;
+        for (size_t k = 0; k < rc->cap; k++) {
+            if (!rc->tab[k].used) continue;
+            size_t j = rc_slot(&rc->tab[k].acc, rc->tab[k].b, rc->tab[k].e, cap);
+            while (t[j].used) j = (j + 1) & (cap - 1);
+            t[j] = rc->tab[k];
+        }
+        free(rc->tab);
+        rc->tab = t;
+        rc->cap = cap;
+        i = rc_slot(acc, f->b, e, rc->cap);
+        while (rc->tab[i].used) i = (i + 1) & (rc->cap - 1);
+    }
+    rc_entry *c = &rc->tab[i];
+    c->used = 1;
+    c->acc = *acc;
+    c->b = f->b;
+    c->e = e;
+    c->ok = r == 1;
+    c->pb = img.b;
+    c->pe = img.h - img.a;
+    rc->n++;
+    if (r != 1) return 0;
+    out->a = f->a * acc->P / acc->A;
+    out->b = img.b;
+    out->h = out->a + c->pe;
+    return 1;
+}
+
+/* Hull of two regions of the same slope (the group's scales agree). */
+static int hull1(form1 *acc, int *have, const form1 *f)
+{
+    if (!*have) {
+        *acc = *f;
+        *have = 1;
+        return 1;
+    }
+    if (acc->a != f->a) return 0;
+    int64_t end = acc->b + acc->h > f->b + f->h ? acc->b + acc->h : f->b + f->h;
+    if (f->b < acc->b) acc->b = f->b;
+    acc->h = end - acc->b;
+    return 1;
+}
+
+int ps_group_regions(ps_region_cache *rc, const ps_pipeline *p, const ps_group_geom *g, int64_t ty, int64_t tx,
                      ps_region_form *forms)
 {
-    int n = g->n, rc = 1;
-    isl_set **R = calloc((size_t)n, sizeof *R);
-    char buf[512];
+    int n = g->n;
+    form1 *R = malloc(((size_t)n + 1) * sizeof *R);
     if (!R) {
         ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
         return -1;
     }
-    for (int k = n - 1; k >= 0 && rc == 1; k--) {
-        const ps_pstage *S = &p->st[g->m[k]];
-        isl_set *r = NULL;
-        if (g->live_out[k]) {
-            int64_t hy = ps_group_member_tile(&g->sy[k], ty), hx = ps_group_member_tile(&g->sx[k], tx);
-            snprintf(buf, sizeof buf,
-                     "[ti, tj] -> { [y, x] : %lld ti <= y < %lld ti + %lld and %lld tj <= x < %lld tj + %lld }",
-                     (long long)hy, (long long)hy, (long long)hy, (long long)hx, (long long)hx, (long long)hx);
-            r = isl_set_read_from_str(ctx, buf);
-        }
-        for (int c = 0; c < S->n_cons; c++) {
-            int q = ps_group_member_index(g, S->cons[c]);
-            if (q < 0) continue;
-            access_str(p, g->m[q], buf, sizeof buf);
-            isl_set *part = isl_set_apply(isl_set_copy(R[q]), isl_map_read_from_str(ctx, buf));
-            r = r ? isl_set_union(r, part) : part;
-        }
-        if (!r) {
-            rc = -1;
-            break;
-        }
-        R[k] = isl_set_coalesce(r);
-        if (!box_form(R[k], &forms[k])) rc = 0;
-    }
-    for (int i = 0; i < g->n_livein && rc == 1; i++) {
-        int q0 = g->livein[i];
-        isl_set *r = NULL;
-        for (int k = 0; k < n; k++) {
+    int rc_out = 1;
+    for (int dim = 0; dim < 2 && rc_out == 1; dim++) {
+        int64_t t = dim ? tx : ty;
+        for (int k = n - 1; k >= 0 && rc_out == 1; k--) {
             const ps_pstage *S = &p->st[g->m[k]];
-            int reads = 0;
-            for (int j = 0; j < S->n_in; j++) reads |= S->in[j] == q0;
-            if (!reads) continue;
-            access_str(p, g->m[k], buf, sizeof buf);
-            isl_set *part = isl_set_apply(isl_set_copy(R[k]), isl_map_read_from_str(ctx, buf));
-            r = r ? isl_set_union(r, part) : part;
+            int have = 0;
+            if (g->live_out[k]) {
+                int64_t own = ps_group_member_tile(dim ? &g->sx[k] : &g->sy[k], t);
+                form1 o = {own, 0, own};
+                hull1(&R[k], &have, &o);
+            }
+            for (int c = 0; c < S->n_cons && rc_out == 1; c++) {
+                int q = ps_group_member_index(g, S->cons[c]);
+                if (q < 0) continue;
+                access1 acc = access_dim(&p->st[g->m[q]], dim);
+                form1 img;
+                int r = image(rc, &acc, &R[q], &img);
+                if (r != 1) rc_out = r < 0 ? -1 : 0;
+                else if (!hull1(&R[k], &have, &img)) rc_out = 0;
+            }
+            if (rc_out == 1 && !have) rc_out = 0;
+            if (rc_out != 1) break;
+            if (dim) {
+                forms[k].ax = R[k].a;
+                forms[k].bx = R[k].b;
+                forms[k].w = R[k].h;
+            } else {
+                forms[k].ay = R[k].a;
+                forms[k].by = R[k].b;
+                forms[k].h = R[k].h;
+            }
         }
-        if (!r) {
-            rc = -1;
-            break;
+        for (int i = 0; i < g->n_livein && rc_out == 1; i++) {
+            int have = 0;
+            form1 L = {0, 0, 0};
+            for (int k = 0; k < n && rc_out == 1; k++) {
+                const ps_pstage *S = &p->st[g->m[k]];
+                int reads = 0;
+                for (int j = 0; j < S->n_in; j++) reads |= S->in[j] == g->livein[i];
+                if (!reads) continue;
+                access1 acc = access_dim(S, dim);
+                form1 img;
+                int r = image(rc, &acc, &R[k], &img);
+                if (r != 1) rc_out = r < 0 ? -1 : 0;
+                else if (!hull1(&L, &have, &img) && img.h > L.h)
+                    L = img; /* read at two resolutions: the larger region sizes the cost */
+            }
+            if (dim) {
+                forms[n + i].ax = L.a;
+                forms[n + i].bx = L.b;
+                forms[n + i].w = L.h;
+            } else {
+                forms[n + i].ay = L.a;
+                forms[n + i].by = L.b;
+                forms[n + i].h = L.h;
+            }
         }
-        r = isl_set_coalesce(r);
-        if (!box_form(r, &forms[n + i])) rc = 0;
-        isl_set_free(r);
     }
-    for (int k = 0; k < n; k++) isl_set_free(R[k]);
     free(R);
-    if (rc < 0) ps_error(PS_ERR_BACKEND, "ps_graph_plan_create: isl failed computing tile regions");
-    return rc;
+    if (rc_out < 0) ps_error(PS_ERR_BACKEND, "ps_graph_plan_create: isl failed computing tile regions");
+    return rc_out;
 }
 
 /* isl identifier of member k: S<k>_<name with non-identifier bytes as _>. */

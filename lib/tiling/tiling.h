@@ -72,11 +72,27 @@ static inline ps_box ps_region_at(const ps_region_form *f, int64_t ti, int64_t t
 /* Tile size of member k in its own pixels (Ty * scale). */
 int64_t ps_group_member_tile(const ps_rat *scale, int64_t t);
 
+/* isl's images of tile regions under the access relations, cached: the
+ * image of a consumer region [a ti + b, a ti + b + h) under an access
+ * depends on the access's coefficients and on the region's offset b and
+ * excess h - a only (the tile sizes are multiples of the resolutions' ratios
+ * (ps_group_geom.align), so the floors of resampling resolve the same way
+ * for every tile), so each distinct one is computed once per plan. */
+typedef struct ps_region_cache ps_region_cache;
+ps_region_cache *ps_region_cache_create(isl_ctx *ctx);
+void ps_region_cache_destroy(ps_region_cache *rc);
+/* isl computations the cache answered without isl / with it. */
+void ps_region_cache_counts(const ps_region_cache *rc, long *hits, long *misses);
+
 /* The regions of a reference tile of ty x tx pixels: forms[k] for member k,
- * then forms[n + i] for live-in i. Returns 1, or 0 when some region has no
- * fixed size (the tiling is not overlapped-legal for these sizes), -1 when
- * isl failed (message set). */
-int ps_group_regions(isl_ctx *ctx, const ps_pipeline *p, const ps_group_geom *g, int64_t ty, int64_t tx,
+ * then forms[n + i] for live-in i. y and x are independent (every access
+ * relation is a product of one relation per dimension), so each is
+ * propagated alone: from the live-outs' own parts back through every member,
+ * a region being the hull of what its consumers in the group read (the
+ * maximum over all paths of the DAG). Returns 1, or 0 when some region has
+ * no fixed size (the tiling is not overlapped-legal for these sizes), -1
+ * when isl failed (message set). */
+int ps_group_regions(ps_region_cache *rc, const ps_pipeline *p, const ps_group_geom *g, int64_t ty, int64_t tx,
                      ps_region_form *forms);
 
 /* __give: the group's tiled schedule tree for tile indices [ti0, ti1) x

@@ -1,6 +1,6 @@
 /* Analysis time per schedule variant on a layer list (default: the ResNet-50
- * layers of /work/shared/layers/resnet50.txt, format "name H W C K R S
- * stride pad_h pad_w").
+ * layers of bench/layers/resnet50.txt in the source tree, format "name H W C K
+ * R S stride pad_h pad_w").
  *
  *   bench_analysis [layers.txt] [variants per layer (200)] [minibatch N (28)] [threads (28)] [repeats (3)]
  *
@@ -68,7 +68,7 @@ static void make_variant(int v, const int64_t ext[PS_DIM_COUNT], ps_kernel_shape
 
 int main(int argc, char **argv)
 {
-    const char *path = argc > 1 ? argv[1] : "/work/shared/layers/resnet50.txt";
+    const char *path = argc > 1 ? argv[1] : POLYSCI_SOURCE_LAYERS "/resnet50.txt";
     const int variants = argc > 2 ? atoi(argv[2]) : 200;
     const int64_t N = argc > 3 ? atoll(argv[3]) : 28;
     const int threads = argc > 4 ? atoi(argv[4]) : 28;

@@ -10,7 +10,7 @@ the layer, the schedule and the thread count, not on the machine, so they
 are what the timing run would have written. A schedule the library no longer
 generates is an error (the file then needs a new timing run).
 
-    tools/dnn/add_stats.py [--polysci build/tools/polysci] [--layers-dir ../shared/layers] FILE...
+    tools/dnn/add_stats.py [--polysci build/tools/polysci] [--layers-dir bench/layers] FILE...
 
 Files are rewritten in place; files that already have the columns are left
 alone.
@@ -27,7 +27,7 @@ NEW = ("kernel_m", "kernel_n", "kernel_k", "kernel_batch", "par_iters", "par_eff
 
 
 def layer_dims(layers_dir, lset):
-    """name -> list of ints from ../shared/layers/<set>.txt."""
+    """name -> list of ints from bench/layers/<set>.txt."""
     path = os.path.join(layers_dir, lset + ".txt")
     dims = {}
     with open(path) as f:
@@ -61,7 +61,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="+")
     ap.add_argument("--polysci", default=os.path.join(REPO, "build", "tools", "polysci"))
-    ap.add_argument("--layers-dir", default=os.path.join(REPO, "..", "shared", "layers"))
+    ap.add_argument("--layers-dir", default=os.path.join(REPO, "bench", "layers"))
     args = ap.parse_args()
     for path in args.files:
         with open(path, newline="") as f:

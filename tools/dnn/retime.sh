@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Low-noise selection study (docs/performance.md, "Selection quality against a low-noise re-timing").
+# Low-noise selection study: how well the rankers' first choices do against a low-noise re-timing.
 #
 # An exhaustive run times ~480 variants per layer with 3 short trials each: its "fastest variant" is the
 # luckiest of hundreds of noisy medians, so every pick efficiency computed from it is biased low. This
@@ -14,14 +14,16 @@
 #      ($OUT/run<r>/<set>_N<N>_t<T>.csv, $OUT/run<r>/summary.csv);
 #   3. reports: tools/dnn/train.py --holdout-frac 0.3 --split-seed S --retimed (every run; a schedule's
 #      times are averaged) for each split seed ($OUT/holdout_report_S.md).
-# Nothing else may run meanwhile (candidates ~10 minutes, each timing run ~8 on the 2-core VM).
+# Nothing else may run meanwhile (candidates ~10 minutes, each timing run ~8 on 2 cores).
 #
 # Environment (defaults in brackets):
 #   BUILD [build]                  build directory with tools/polysci (configured if missing)
 #   DATA [data/dnn/vm]             the exhaustive run (<set>_N<N>_t<T>.csv files)
-#   REPLICATE [data/dnn/vm_replicate]  a second exhaustive run (scored against, and its fastest re-timed)
+#   REPLICATE (required)           a second exhaustive run of the same layers, e.g. collected with
+#                                  `DATA=data/dnn/local_replicate GEMM=0 bash tools/dnn/retrain.sh`
+#                                  (scored against, and its fastest re-timed)
 #   EXTRA ["$OUT/first_layers"]    more exhaustive files whose fastest variants are re-timed too
-#   OUT [data/dnn/vm_retime]       where the candidates, timings and reports go
+#   OUT [data/dnn/local_retime]    where the candidates, timings and reports go
 #   N [2], THREADS [2], SETS [resnet50 fastrcnn mobilenet alexnet overfeat vgga]
 #   SPLITS [1 2 3], TOP [6]        split seeds; fastest variants per layer and run
 #   RUNS [2]                       timing runs
@@ -33,8 +35,8 @@ cd "$(dirname "$0")/../.."
 
 BUILD=${BUILD:-build}
 DATA=${DATA:-data/dnn/vm}
-REPLICATE=${REPLICATE:-data/dnn/vm_replicate}
-OUT=${OUT:-data/dnn/vm_retime}
+REPLICATE=${REPLICATE:?retime.sh: set REPLICATE to a second exhaustive run of the layers (see the header)}
+OUT=${OUT:-data/dnn/local_retime}
 EXTRA=${EXTRA:-$OUT/first_layers}
 N=${N:-2}
 THREADS=${THREADS:-2}

@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # Retrains the PolyScientist-DNN ranker for this machine (docs/cost-model.md, "DNN ranker"):
 #   1. collect: `polysci bench --exhaustive --dist` times every variant of every layer of the conv
-#      layer sets in ../shared/layers (and the GEMMs) with its Alg. 2 working sets, into
+#      layer sets in bench/layers (and the GEMMs) with its Alg. 2 working sets, into
 #      $DATA/<set>_N<N>_t<T>.csv and $DATA/gemm_t<T>.csv (per-layer summaries: $DATA/summary.csv);
 #   2. evaluate: train on 70% of the layers, rank the other 30% ($DATA/holdout_report.md);
 #   3. train on every layer: lib/ranking/dnn_weights.c, tests/data/dnn_vectors.txt and the
 #      model's first choice per layer ($DATA/dnn_picks.csv, for bench/plot_variants.py);
 #   4. rebuild and run test_dnn (C inference vs the trainer's).
-# Collecting times every variant: half an hour for the conv sets on the 2-core VM, hours with the largest GEMMs. Run it on a quiet machine.
+# Collecting times every variant: half an hour for the conv sets on 2 cores, hours with the largest GEMMs. Run it on a quiet machine.
 #
 # Environment (defaults in brackets):
 #   BUILD [build]            build directory with tools/polysci (configured if missing)
 #   DATA [data/dnn/local]    one folder per machine (the repository has data/dnn/vm and data/dnn/xeon)
 #   N [2], THREADS [2]       conv batch and threads of the timed runs
-#   SETS [resnet50 fastrcnn mobilenet alexnet overfeat vgga]   conv layer sets (shared/layers names)
+#   SETS [resnet50 fastrcnn mobilenet alexnet overfeat vgga]   conv layer sets (bench/layers names)
 #   GEMM [1]                 0: no GEMM data
 #   SKIP_COLLECT [0]         1: train on the $DATA/*_t$THREADS.csv already there
 #   BENCH_ARGS [--variant-reps 3 --min-trial-ms 5 --reps 3]    passed to polysci bench

@@ -737,7 +737,7 @@ def main():
     ap.add_argument("--candidates", metavar="FILE",
                     help="CSV name,schedule,why per layer: the --candidates-top fastest variants (of the data and "
                          "of --replicate), the Eq. 1 and the trained model's four first choices; the input of "
-                         "`polysci bench --candidates` (docs/performance.md, selection quality)")
+                         "`polysci bench --candidates` (tools/dnn/retime.sh)")
     ap.add_argument("--candidates-top", type=int, default=6, metavar="K",
                     help="fastest variants per layer and run in --candidates (default 6)")
     ap.add_argument("--note", help="a line for the weights file's header (e.g. where the data came from)")

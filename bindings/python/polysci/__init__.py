@@ -8,24 +8,38 @@ LIBXSMM batch-reduce GEMM microkernels — Python bindings (ctypes over the C AP
     w = plan.pack_weights(weights)            # (K, C, R, S) float32
     y = plan.execute(x, w)                    # x: (N, H, W, C) float32
 
+Fused pipelines of stencils, pointwise expressions, channel mixes and
+resampling (polysci.Graph, see graph.py):
+
+    g = polysci.Graph()
+    x = g.input("x", shape=(1, 480, 640, 1))
+    bx = g.stencil(x, taps=[(0, -1, 1/3), (0, 0, 1/3), (0, 1, 1/3)])
+    g.output(g.pointwise(lambda a, b: 2 * a - b, x, bx))
+    out = g.plan()(x_array)
+
 The shared library is found through $POLYSCI_LIBRARY, next to this package,
 in <repo>/build/lib, or on the system library path. See README.md.
 """
 
-from ._lib import (ActLayout, Dim, MatrixOrder, OpKind, Ranker, Status, WeightLayout,
-                   LibraryNotFound, AbiMismatch, has_symbol)
+from ._lib import (ActLayout, Boundary, Dim, ExprOp, Fusion, MatrixOrder, OpKind, Ranker, Reduce, Resample, Status,
+                   WeightLayout, LibraryNotFound, AbiMismatch, has_symbol)
 from ._lib import path as library_path
 from ._lib import lib as _clib
 from .core import (ALIGNMENT, ArgumentError, Context, ConvDesc, CostReport, Error, GemmDesc, PackedWeights, VariantCost,
                    ParseError, Plan, Schedule, ScheduleError, StaleWisdomError, Workspace,
                    default_context)
+from .graph import (Expr, Graph, GraphPlan, GraphPlanStats, Tensor, TensorInfo, clamp, exp, floor, has_engine, inp,
+                    log, maximum, minimum, select, sqrt)
 
 __all__ = [
-    "ActLayout", "Dim", "MatrixOrder", "OpKind", "Ranker", "Status", "WeightLayout",
+    "ActLayout", "Boundary", "Dim", "ExprOp", "Fusion", "MatrixOrder", "OpKind", "Ranker", "Reduce", "Resample",
+    "Status", "WeightLayout",
     "LibraryNotFound", "AbiMismatch", "has_symbol", "library_path",
     "ALIGNMENT", "ArgumentError", "Context", "ConvDesc", "CostReport", "Error", "GemmDesc", "PackedWeights",
     "VariantCost",
     "ParseError", "Plan", "Schedule", "ScheduleError", "StaleWisdomError", "Workspace", "default_context",
+    "Expr", "Graph", "GraphPlan", "GraphPlanStats", "Tensor", "TensorInfo", "clamp", "exp", "floor", "has_engine",
+    "inp", "log", "maximum", "minimum", "select", "sqrt",
     "version", "api_version",
 ]
 

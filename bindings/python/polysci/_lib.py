@@ -72,6 +72,68 @@ class Dim(enum.IntEnum):
     C = 4
 
 
+class Boundary(enum.IntEnum):
+    """ps_boundary (graph.h): how a stage answers reads outside its input's domain."""
+    ZERO = 0
+    CLAMP = 1
+    VALID = 2
+
+
+class Reduce(enum.IntEnum):
+    """ps_reduce (graph.h)."""
+    SUM = 0
+    MAX = 1
+    MIN = 2
+
+
+class Resample(enum.IntEnum):
+    """ps_resample (graph.h)."""
+    UP2_NEAREST = 0
+    UP2_BILINEAR = 1
+    DOWN2_AVERAGE = 2
+
+
+class Fusion(enum.IntEnum):
+    """ps_fusion (graph.h): how the graph planner groups stages."""
+    DP = 0
+    GREEDY = 1
+    NONE = 2
+    FIXED = 3
+
+
+class ExprOp(enum.IntEnum):
+    """ps_expr_op (expr.h)."""
+    CONST = 0
+    INPUT = 1
+    NEG = 10
+    ABS = 11
+    SQRT = 12
+    EXP = 13
+    LOG = 14
+    FLOOR = 15
+    ADD = 20
+    SUB = 21
+    MUL = 22
+    DIV = 23
+    MIN = 24
+    MAX = 25
+    LT = 30
+    LE = 31
+    GT = 32
+    GE = 33
+    EQ = 34
+    NE = 35
+    SELECT = 40
+    CLAMP = 41
+
+
+PS_GRAPH_MAX_TENSORS = 4096
+PS_STENCIL_MAX_TAPS = 1024
+PS_STENCIL_MAX_STRIDE = 8
+PS_GRAPH_NAME_MAX = 63
+PS_POINTWISE_MAX_INPUTS = 16  # ps_graph_add_pointwise: 1 <= n_inputs <= 16
+PS_GRAPH_NO_INLINE = 1
+
 PS_POST_BIAS = 1
 PS_POST_RELU = 2
 PS_PLAN_NO_CACHE = 1
@@ -157,6 +219,63 @@ class ExecArgsC(ctypes.Structure):
         ("b", ctypes.c_void_p),
         ("c", ctypes.c_void_p),
         ("workspace", ctypes.c_void_p),
+    ]
+
+
+class StencilC(ctypes.Structure):
+    """ps_stencil (graph.h)."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("input", ctypes.c_int),       # ps_tensor
+        ("boundary", c_enum),
+        ("reduce", c_enum),
+        ("stride_h", ctypes.c_int), ("stride_w", ctypes.c_int),
+        ("n_taps", ctypes.c_int),
+        ("dy", ctypes.POINTER(ctypes.c_int)), ("dx", ctypes.POINTER(ctypes.c_int)),
+        ("weights", ctypes.POINTER(ctypes.c_float)),
+        ("per_channel_weights", ctypes.c_int),
+    ]
+
+
+class TensorInfoC(ctypes.Structure):
+    """ps_tensor_info (graph.h). No *_init: the caller sets struct_size and the
+    library rejects any other value with the size it expects (test_abi)."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("name", ctypes.c_char_p),     # owned by the graph
+        ("n", ctypes.c_int64), ("h", ctypes.c_int64), ("w", ctypes.c_int64), ("c", ctypes.c_int64),
+        ("y0", ctypes.c_int64), ("x0", ctypes.c_int64),
+        ("is_input", ctypes.c_int),
+        ("output_index", ctypes.c_int),
+        ("layout", c_enum),
+    ]
+
+
+class GraphOptionsC(ctypes.Structure):
+    """ps_graph_options (graph.h)."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("num_threads", ctypes.c_int),
+        ("fusion", c_enum),
+        ("tile_h", ctypes.c_int64), ("tile_w", ctypes.c_int64),
+        ("group_of", ctypes.POINTER(ctypes.c_int)),
+        ("n_group_of", ctypes.c_int),
+        ("group_limit", ctypes.c_int),
+        ("flags", ctypes.c_uint),
+    ]
+
+
+class GraphPlanStatsC(ctypes.Structure):
+    """ps_graph_plan_stats (graph.h). No *_init: checked like TensorInfoC."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("n_stages", ctypes.c_int),
+        ("n_groups", ctypes.c_int),
+        ("plan_ms", ctypes.c_double),
+        ("redundant_fraction", ctypes.c_double),
+        ("scratch_bytes", ctypes.c_size_t),
+        ("workspace_bytes", ctypes.c_size_t),
+        ("cost", ctypes.c_double),
     ]
 
 
@@ -307,6 +426,47 @@ _OPTIONAL_PROTOTYPES = {
     "ps_cost_report_to_json": (_st, [_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t,
                                      ctypes.POINTER(ctypes.c_size_t)]),
     "ps_cost_report_destroy": (None, [_p]),
+    # expr.h
+    "ps_expr_const": (_p, [ctypes.c_float]),
+    "ps_expr_input": (_p, [ctypes.c_int]),
+    "ps_expr_unary": (_p, [c_enum, _p]),
+    "ps_expr_binary": (_p, [c_enum, _p, _p]),
+    "ps_expr_select": (_p, [_p, _p, _p]),
+    "ps_expr_clamp": (_p, [_p, _p, _p]),
+    "ps_expr_copy": (_p, [_p]),
+    "ps_expr_free": (None, [_p]),
+    "ps_expr_to_str": (ctypes.c_int, [_p, ctypes.c_char_p, ctypes.c_int]),
+    # graph.h: building
+    "ps_stencil_init": (None, [_p]),
+    "ps_graph_create": (_st, [_pp]),
+    "ps_graph_destroy": (None, [_p]),
+    "ps_graph_add_input": (_st, [_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                                 ctypes.c_int64, c_enum, ctypes.POINTER(ctypes.c_int)]),
+    "ps_graph_add_stencil": (_st, [_p, ctypes.c_char_p, ctypes.POINTER(StencilC), ctypes.POINTER(ctypes.c_int)]),
+    "ps_graph_add_pointwise": (_st, [_p, ctypes.c_char_p, _p, ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                                     ctypes.POINTER(ctypes.c_int)]),
+    "ps_graph_add_channel_mix": (_st, [_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int64,
+                                       ctypes.POINTER(ctypes.c_float), ctypes.POINTER(ctypes.c_float),
+                                       ctypes.POINTER(ctypes.c_int)]),
+    "ps_graph_add_resample": (_st, [_p, ctypes.c_char_p, ctypes.c_int, c_enum, c_enum, ctypes.POINTER(ctypes.c_int)]),
+    "ps_graph_mark_output": (_st, [_p, ctypes.c_int, c_enum]),
+    "ps_graph_set_output_region": (_st, [_p, ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                                         ctypes.c_int64]),
+    # graph.h: introspection
+    "ps_graph_num_tensors": (ctypes.c_int, [_p]),
+    "ps_graph_num_inputs": (ctypes.c_int, [_p]),
+    "ps_graph_num_outputs": (ctypes.c_int, [_p]),
+    "ps_graph_tensor_info": (_st, [_p, ctypes.c_int, ctypes.POINTER(TensorInfoC)]),
+    "ps_graph_input": (ctypes.c_int, [_p, ctypes.c_int]),
+    "ps_graph_output": (ctypes.c_int, [_p, ctypes.c_int]),
+    # graph.h: planning and execution
+    "ps_graph_options_init": (None, [_p]),
+    "ps_graph_plan_create": (_st, [_p, _p, ctypes.POINTER(GraphOptionsC), _pp]),
+    "ps_graph_plan_destroy": (None, [_p]),
+    "ps_graph_plan_workspace_size": (_st, [_p, ctypes.POINTER(ctypes.c_size_t)]),
+    "ps_graph_execute": (_st, [_p, _pp, _pp, _p]),
+    "ps_graph_plan_describe": (_st, [_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
+    "ps_graph_plan_get_stats": (_st, [_p, ctypes.POINTER(GraphPlanStatsC)]),
 }
 
 for _name, (_res, _args) in _OPTIONAL_PROTOTYPES.items():
@@ -346,7 +506,11 @@ def _check_abi():
             ("ps_desc (gemm init)", lib.ps_desc_init_gemm, DescC),
             ("ps_context_options", lib.ps_context_options_init, ContextOptionsC),
             ("ps_plan_options", lib.ps_plan_options_init, PlanOptionsC),
-            ("ps_exec_args", lib.ps_exec_args_init, ExecArgsC)):
+            ("ps_exec_args", lib.ps_exec_args_init, ExecArgsC),
+            ("ps_stencil", getattr(lib, "ps_stencil_init", None), StencilC),
+            ("ps_graph_options", getattr(lib, "ps_graph_options_init", None), GraphOptionsC)):
+        if init is None:  # an optional struct the loaded library predates
+            continue
         got = _reported_size(init)
         if got != ctypes.sizeof(cls):
             problems.append("sizeof(%s): library %d, bindings %d" % (what, got, ctypes.sizeof(cls)))
@@ -362,6 +526,12 @@ def _check_abi():
     g = d.u.gemm
     if (d.kind, g.order, g.alpha, g.beta, g.trans_a, g.trans_b) != (OpKind.GEMM, MatrixOrder.COL_MAJOR, 1.0, 0.0, 0, 0):
         problems.append("ps_desc_init_gemm defaults are not where ps_gemm_desc's mirror expects them")
+    if has_symbol("ps_stencil_init"):
+        st = StencilC()
+        lib.ps_stencil_init(ctypes.byref(st))
+        if (st.input, st.boundary, st.reduce, st.stride_h, st.stride_w, st.n_taps, st.per_channel_weights) != \
+                (-1, Boundary.CLAMP, Reduce.SUM, 1, 1, 0, 0):
+            problems.append("ps_stencil_init defaults are not where ps_stencil's mirror expects them")
     if lib.ps_api_version() != 1:
         problems.append("PS_API_VERSION of the library is %d; the bindings speak 1" % lib.ps_api_version())
     if problems:

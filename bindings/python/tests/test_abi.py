@@ -115,3 +115,55 @@ def test_library_path_and_version(ps):
     assert ps.api_version() == 1
     assert ps.version().count(".") == 2
     assert ps.has_symbol("ps_plan_create") and not ps.has_symbol("ps_no_such_function")
+
+
+def test_graph_structs_match_the_library(ps):
+    """ps_stencil reports its size through ps_stencil_init; ps_tensor_info has
+    no init, so its size is checked by the library's rejection message."""
+    from polysci import _lib
+    lib = _lib.lib
+    assert _lib._reported_size(lib.ps_stencil_init) == ctypes.sizeof(_lib.StencilC)
+    if ctypes.sizeof(ctypes.c_void_p) == 8:
+        assert ctypes.sizeof(_lib.StencilC) == 64 and _lib.StencilC.dy.offset == 32
+        assert ctypes.sizeof(_lib.TensorInfoC) == 80
+    g = ps.Graph()
+    x = g.input("x", (1, 4, 5, 2))
+    info = _lib.TensorInfoC()
+    for wrong in (ctypes.sizeof(info) - 8, ctypes.sizeof(info) + 8):
+        info.struct_size = wrong
+        st, msg = _status_and_message(lib.ps_graph_tensor_info(g.handle, x.index, ctypes.byref(info)))
+        assert st == ps.Status.ERR_INVALID_ARG and "expected %d" % ctypes.sizeof(info) in msg, msg
+    st = _lib.StencilC()
+    lib.ps_stencil_init(ctypes.byref(st))
+    st.struct_size += 8
+    dy = (ctypes.c_int * 1)(0)
+    st.input, st.n_taps, st.dy, st.dx = x.index, 1, dy, dy
+    out = ctypes.c_int()
+    s, msg = _status_and_message(lib.ps_graph_add_stencil(g.handle, None, ctypes.byref(st), ctypes.byref(out)))
+    assert s == ps.Status.ERR_INVALID_ARG and "expected %d" % ctypes.sizeof(st) in msg, msg
+    st.struct_size -= 8
+    assert lib.ps_graph_add_stencil(g.handle, None, ctypes.byref(st), ctypes.byref(out)) == 0 and out.value == 1
+
+
+def test_graph_plan_structs_match_the_library(ps):
+    if not ps.has_engine():
+        pytest.skip("the loaded libpolysci has no graph engine")
+    from polysci import _lib
+    lib = _lib.lib
+    assert _lib._reported_size(lib.ps_graph_options_init) == ctypes.sizeof(_lib.GraphOptionsC)
+    o = _lib.GraphOptionsC()
+    lib.ps_graph_options_init(ctypes.byref(o))
+    assert (o.num_threads, o.fusion, o.tile_h, o.tile_w, o.n_group_of, o.group_limit, o.flags) == (0, 0, 0, 0, 0, 0, 0)
+    g = ps.Graph()
+    g.output(g.stencil(g.input("x", (1, 4, 5, 2)), [(0, 0)]))
+    plan = g.plan()
+    s = _lib.GraphPlanStatsC()
+    s.struct_size = ctypes.sizeof(s) + 8
+    st, msg = _status_and_message(lib.ps_graph_plan_get_stats(plan.handle, ctypes.byref(s)))
+    assert st == ps.Status.ERR_INVALID_ARG and "expected %d" % ctypes.sizeof(s) in msg, msg
+    o.struct_size -= 8
+    h = ctypes.c_void_p()
+    ctx = ps.default_context()
+    st, msg = _status_and_message(lib.ps_graph_plan_create(ctx.handle, g.handle, ctypes.byref(o), ctypes.byref(h)))
+    assert st == ps.Status.ERR_INVALID_ARG and "expected %d" % ctypes.sizeof(o) in msg, msg
+    assert not h.value

@@ -23,6 +23,19 @@ def test_numpy_quickstart():
     assert "conv: max |polysci - numpy|" in r.stdout and "gemm: max |polysci - numpy|" in r.stdout
 
 
+def test_pipeline_quickstart():
+    """Builds the graph always; plans, runs and checks it where the library
+    has the graph engine (else the example exits 77)."""
+    import polysci
+    r = _run([os.path.join(EXAMPLES, "pipeline_quickstart.py"), "--size", "67", "93", "--threads", "2"])
+    if not polysci.has_engine():
+        assert r.returncode == 77 and "has no graph engine" in r.stdout, r.stdout + r.stderr
+        assert "<polysci.Graph 5 tensors, 1 inputs, 1 outputs>" in r.stdout, r.stdout
+        return
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "unsharp 67x93: max |polysci - numpy|" in r.stdout and "OK" in r.stdout, r.stdout
+
+
 def test_torch_example_small_layers(tmp_path):
     pytest.importorskip("torch")
     layers = tmp_path / "layers.txt"
