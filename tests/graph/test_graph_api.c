@@ -428,6 +428,7 @@ static void in_child(void (*fn)(void), const char *what)
     fflush(stderr);
     const pid_t pid = fork();
     if (pid == 0) {
+        tu_failures = 0; /* the child's own */
         fn();
         fflush(stderr);
         _exit(tu_failures ? 1 : 0);
