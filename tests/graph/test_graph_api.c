@@ -852,6 +852,81 @@ static void test_engine_tiles(ps_context *ctx)
     ps_graph_destroy(g);
 }
 
+/* Graphs at the edges of what planning must take: a stage whose only
+ * consumer reads outside its domain at every pixel (ZERO boundary: the stage
+ * is needed nowhere), a stage nobody reads and that is no output, a 1 x 1
+ * image through every stage kind. Each must plan in every mode (and with
+ * pointwise stages inlined or not) and execute. */
+static void test_engine_edges(ps_context *ctx)
+{
+    for (int c = 0; c < 3; c++)
+        for (int f = 0; f < 3; f++)
+            for (int inl = 0; inl < 2; inl++) {
+                ps_graph *g = new_graph();
+                ps_tensor in, a, b, t;
+                const int H = c == 2 ? 1 : 4, W = c == 2 ? 1 : c == 0 ? 1 : 4;
+                TU_OK(ps_graph_add_input(g, "in", 1, H, W, 2, PS_LAYOUT_NHWC, &in));
+                ps_expr *e = ps_expr_unary(PS_EXPR_ABS, ps_expr_input(0));
+                TU_OK(ps_graph_add_pointwise(g, "a", e, 1, &in, &a));
+                ps_expr_free(e);
+                ps_stencil st;
+                ps_stencil_init(&st);
+                st.input = a;
+                st.boundary = PS_BOUNDARY_ZERO;
+                st.n_taps = 1;
+                st.dy = (const int[]){c == 1 ? 5 : 0};
+                st.dx = (const int[]){c == 1 ? 0 : -5};
+                if (c == 2) { /* 1 x 1: every kind, one after the other; "dead" is read by nobody */
+                    st.dx = D0;
+                    st.dy = D0;
+                    st.boundary = PS_BOUNDARY_CLAMP;
+                }
+                TU_OK(ps_graph_add_stencil(g, "b", &st, &b));
+                t = b;
+                if (c == 2) {
+                    const float w2[4] = {1, 2, 3, 4};
+                    ps_tensor dead;
+                    TU_OK(ps_graph_add_channel_mix(g, "dead", a, 1, w2, NULL, &dead));
+                    TU_OK(ps_graph_add_channel_mix(g, "m", t, 2, w2, w2, &t));
+                    TU_OK(ps_graph_add_resample(g, "u", t, PS_RESAMPLE_UP2_BILINEAR, PS_BOUNDARY_CLAMP, &t));
+                    TU_OK(ps_graph_add_resample(g, "d", t, PS_RESAMPLE_DOWN2_AVERAGE, PS_BOUNDARY_ZERO, &t));
+                    TU_OK(ps_graph_add_resample(g, "d2", t, PS_RESAMPLE_DOWN2_AVERAGE, PS_BOUNDARY_CLAMP, &t));
+                }
+                TU_OK(ps_graph_mark_output(g, t, PS_LAYOUT_NCHW));
+                ps_graph_options o;
+                ps_graph_options_init(&o);
+                o.fusion = (ps_fusion)f;
+                o.flags = inl ? 0 : PS_GRAPH_NO_INLINE;
+                ps_graph_plan *p = NULL;
+                const ps_status r = ps_graph_plan_create(ctx, g, &o, &p);
+                static const char *cases[3] = {"a stencil reading only left of a 1-column input (ZERO)",
+                                               "a stencil reading only below its input (ZERO)",
+                                               "a 1 x 1 image through every kind, with a dead stage"};
+                TU_CHECK(r == PS_SUCCESS, "%s, fusion %d%s: %s: %s", cases[c], f, inl ? "" : ", no inlining",
+                         ps_status_str(r), ps_last_error_message());
+                if (p) {
+                    ps_tensor_info oi;
+                    info_of(g, t, &oi);
+                    const int64_t n = oi.n * oi.h * oi.w * oi.c;
+                    float x[8] = {-1, 2, -3, 4, -5, 6, -7, 8}, *y = malloc((size_t)n * sizeof *y);
+                    tu_fill(y, n, tu_sentinel());
+                    const float *ins[1] = {x};
+                    float *outs[1] = {y};
+                    TU_OK(ps_graph_execute(p, ins, outs, NULL));
+                    gr_eval ev;
+                    if (gr_eval_graph(g, ins, &ev) == 0) {
+                        gr_cmp cmp;
+                        TU_CHECK(gr_compare(g, &ev, 0, y, &cmp) == 0, "%s, fusion %d: %lld wrong, got %g want %g", cases[c], f,
+                                 (long long)cmp.n_bad, cmp.bad_got, cmp.bad_want);
+                    }
+                    gr_eval_free(&ev);
+                    free(y);
+                }
+                ps_graph_plan_destroy(p);
+                ps_graph_destroy(g);
+            }
+}
+
 int main(void)
 {
     test_create_and_inputs();
@@ -871,6 +946,7 @@ int main(void)
         if (ctx) {
             test_engine(ctx);
             test_engine_tiles(ctx);
+            test_engine_edges(ctx);
         }
         ps_context_destroy(ctx);
     } else {
