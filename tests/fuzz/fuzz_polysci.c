@@ -9,6 +9,9 @@
  *            every imported plan is then created (cache hit), executed and
  *            the cache exported and re-imported
  *   4  schedule text: parse, format, parse again (round trip), check
+ *   5  graph  stage-graph builder calls (every stage kind, outputs, regions,
+ *            expressions), plan options, and for small graphs planning and
+ *            execution compared with the double reference of tests/graph
  * Fields are decoded so that most inputs are small valid shapes (planned,
  * packed, executed and compared with the double reference of tests/) and
  * some carry out-of-range or extreme values (which must be rejected with an
@@ -27,7 +30,11 @@
 
 #include "polysci/polysci.h"
 #include "reference.h"
-/* White box: the context's cache and fingerprint, the plan-key parser. */
+#include "graph/graph_engine.h"
+#include "graph/graph_ref.h"
+/* White box: the context's cache and fingerprint, the plan-key parser; the
+ * graph's nodes (domains of output tensors). */
+#include "graph/graph_impl.h"
 #include "plan/cache.h"
 #include "plan/context_impl.h"
 
@@ -733,6 +740,465 @@ static void fuzz_schedule_text(rd *r)
     free(text);
 }
 
+/* ------------------------------------------------------------ stage graphs */
+
+/* Random byte streams drive the graph builder: a sequence of calls (inputs,
+ * the four stage kinds, outputs, regions, tensor info, expression helpers)
+ * with mostly valid and sometimes out-of-range arguments, then plan options,
+ * and for small graphs planning and execution on random inputs compared with
+ * the double reference (tests/graph/graph_ref.c). Every call that fails must
+ * leave a message of its own and the graph as it was; every stage the
+ * builder accepts must have the domain its definition gives. */
+
+#define FUZZ_GRAPH_MAX_CALLS 32
+#define FUZZ_GRAPH_MAX_TAPS 64
+#define FUZZ_GRAPH_PLAN_STAGES 8       /* DP planning time grows fast with the stage count */
+#define FUZZ_GRAPH_EVAL_ELEMS (1 << 15) /* elements of all tensors together, to evaluate and execute */
+
+/* Builder calls with arguments on which the builder is known to overflow or
+ * divide by zero are skipped unless FUZZ_GRAPH_ALL=1 (test_graph_api checks
+ * them one by one), so that the fuzzer keeps looking past them: output
+ * regions whose y0 + h (x0 + w) or domain-end - h leave int64, inputs whose
+ * n * c leaves int64, and downsampling a single row (column) at an odd
+ * coordinate (an empty domain the builder divides by). */
+static int g_graph_all;
+
+static int g_tame; /* every weight, bias and constant decoded so far is finite, 0 or 1e-3..1e3 */
+
+static float graph_float(rd *r)
+{
+    const float f = float_field(r);
+    if (!(isfinite(f) && (f == 0 || (fabsf(f) >= 1e-3f && fabsf(f) <= 1e3f)))) g_tame = 0;
+    return f;
+}
+
+/* A tensor reference: mostly a recent tensor, sometimes -1, one past the end or raw bits. */
+static ps_tensor tensor_ref(rd *r, const ps_graph *g)
+{
+    const int n = ps_graph_num_tensors(g);
+    const uint8_t sel = u8(r);
+    if (sel < 240 && n > 0) return (n - 1) - (int)(u8(r) % (unsigned)n);
+    if (sel < 250) return (int)(sel % 3) - 1 + (sel & 4 ? n : 0);
+    return (int)u32(r);
+}
+
+static int64_t tensor_channels(const ps_graph *g, ps_tensor t)
+{
+    ps_tensor_info i;
+    memset(&i, 0, sizeof i);
+    i.struct_size = sizeof i;
+    return ps_graph_tensor_info(g, t, &i) == PS_SUCCESS ? i.c : 1;
+}
+
+static const char *graph_name(rd *r, char *buf)
+{
+    const uint8_t sel = u8(r);
+    if (sel < 200) return NULL;
+    if (sel < 230) {
+        snprintf(buf, 80, "n%u", (unsigned)(u8(r) % 8)); /* duplicates likely */
+        return buf;
+    }
+    const size_t len = u8(r) % 70; /* 0 and > 63 are refused */
+    for (size_t i = 0; i < len; i++) buf[i] = (char)(u8(r) % 4 == 0 ? ',' : 'a' + i % 26);
+    buf[len] = 0;
+    return buf;
+}
+
+static ps_expr *decode_expr(rd *r, int depth, int *budget)
+{
+    const uint8_t sel = u8(r);
+    --*budget;
+    if (depth <= 0 || *budget <= 0 || sel < 70) {
+        if (sel & 1) return ps_expr_const(graph_float(r));
+        const uint8_t k = u8(r);
+        return ps_expr_input(k < 250 ? k % 5 : (int)(int8_t)u8(r)); /* 4 and negative indices are out of range */
+    }
+    static const ps_expr_op ops[] = {PS_EXPR_NEG, PS_EXPR_ABS, PS_EXPR_SQRT, PS_EXPR_EXP, PS_EXPR_LOG, PS_EXPR_FLOOR,
+                                     PS_EXPR_ADD, PS_EXPR_SUB, PS_EXPR_MUL, PS_EXPR_DIV, PS_EXPR_MIN, PS_EXPR_MAX,
+                                     PS_EXPR_LT, PS_EXPR_LE, PS_EXPR_GT, PS_EXPR_GE, PS_EXPR_EQ, PS_EXPR_NE,
+                                     PS_EXPR_SELECT, PS_EXPR_CLAMP};
+    const uint8_t o = u8(r);
+    const ps_expr_op op = o < 250 ? ops[o % 20] : (ps_expr_op)(int8_t)u8(r); /* unknown ops too */
+    const int shape = u8(r) % 16; /* mostly the op's arity; sometimes the wrong constructor */
+    ps_expr *a = decode_expr(r, depth - 1, budget);
+    if (shape == 0 || (shape < 14 && op < PS_EXPR_ADD)) return ps_expr_unary(op, a);
+    ps_expr *b = decode_expr(r, depth - 1, budget);
+    if (shape == 1 || (shape < 14 && op < PS_EXPR_SELECT)) return ps_expr_binary(op, a, b);
+    ps_expr *c = decode_expr(r, depth - 1, budget);
+    return shape == 15 || op == PS_EXPR_CLAMP ? ps_expr_clamp(a, b, c) : ps_expr_select(a, b, c);
+}
+
+/* The expression helpers on a decoded tree: to_str's snprintf contract, copy. */
+static void exercise_expr(const ps_expr *e, int len)
+{
+    const int need = ps_expr_to_str(e, NULL, 0);
+    if (need < 0) BUG("ps_expr_to_str returned %d", need);
+    char *full = malloc((size_t)need + 1), *part = malloc((size_t)len + 1);
+    if (ps_expr_to_str(e, full, need + 1) != need || strlen(full) != (size_t)need) BUG("ps_expr_to_str length");
+    memset(part, 'x', (size_t)len + 1);
+    if (ps_expr_to_str(e, part, len) != need) BUG("ps_expr_to_str(len %d) length", len);
+    if (len > 0 && (strlen(part) != (size_t)(need < len ? need : len - 1) || strncmp(part, full, strlen(part))))
+        BUG("ps_expr_to_str(len %d) gave \"%s\" for \"%s\"", len, part, full);
+    ps_expr *c = ps_expr_copy(e);
+    if (e && !c) BUG("ps_expr_copy failed");
+    if (c) {
+        char *again = malloc((size_t)need + 1);
+        ps_expr_to_str(c, again, need + 1);
+        if (strcmp(again, full)) BUG("copy prints \"%s\", the original \"%s\"", again, full);
+        free(again);
+    }
+    ps_expr_free(c);
+    free(full);
+    free(part);
+}
+
+/* A failed call: a message of its own, the graph's counts unchanged, and
+ * (for add calls) no tensor number in *out. */
+static void expect_unchanged(ps_status st, const char *call, const ps_graph *g, int n0, int i0, int o0, ps_tensor out,
+                             int is_add)
+{
+    if (st == PS_SUCCESS) return;
+    expect_message(st, call);
+    if (ps_graph_num_tensors(g) != n0 || ps_graph_num_inputs(g) != i0 || ps_graph_num_outputs(g) != o0)
+        BUG("failed %s changed the graph: %d/%d/%d tensors/inputs/outputs, was %d/%d/%d", call, ps_graph_num_tensors(g),
+            ps_graph_num_inputs(g), ps_graph_num_outputs(g), n0, i0, o0);
+    /* *out: -1, or untouched when the graph itself was NULL */
+    if (is_add && out != -1 && out != 12345) BUG("failed %s left *out = %d", call, out);
+}
+
+static void graph_call(rd *r, ps_graph *g)
+{
+    const int n0 = ps_graph_num_tensors(g), i0 = ps_graph_num_inputs(g), o0 = ps_graph_num_outputs(g);
+    char name_buf[80];
+    ps_tensor out = 12345;
+    ps_status st = PS_SUCCESS;
+    const char *call = "?";
+    int is_add = 1;
+    const uint8_t sel = u8(r) % 9;
+    prime();
+    switch (sel) {
+    case 0: {
+        call = "ps_graph_add_input";
+        const char *name = graph_name(r, name_buf);
+        const int64_t n = size_field(r, 2), h = size_field(r, 9), w = size_field(r, 11), c = size_field(r, 4);
+        int64_t nc;
+        if (!g_graph_all && __builtin_mul_overflow(n, c, &nc)) return;
+        st = ps_graph_add_input(u8(r) == 255 ? NULL : g, name, n, h, w, c, (ps_act_layout)enum_field(r, 2), &out);
+        break;
+    }
+    case 1: {
+        call = "ps_graph_add_stencil";
+        ps_stencil s;
+        ps_stencil_init(&s);
+        const char *name = graph_name(r, name_buf);
+        s.input = tensor_ref(r, g);
+        s.boundary = (ps_boundary)enum_field(r, 3);
+        s.reduce = (ps_reduce)enum_field(r, 3);
+        s.stride_h = (int)size_field(r, 3);
+        s.stride_w = (int)size_field(r, 3);
+        /* the builder reads n_taps entries once the count is in range: keep the arrays that long */
+        s.n_taps = (int)size_field(r, 6);
+        if (s.n_taps > FUZZ_GRAPH_MAX_TAPS && s.n_taps <= PS_STENCIL_MAX_TAPS) s.n_taps = FUZZ_GRAPH_MAX_TAPS;
+        int dy[FUZZ_GRAPH_MAX_TAPS], dx[FUZZ_GRAPH_MAX_TAPS];
+        static const int far[] = {1 << 28, -(1 << 28), (1 << 28) + 1, INT32_MIN, INT32_MAX};
+        for (int t = 0; t < FUZZ_GRAPH_MAX_TAPS; t++) {
+            const uint8_t a = t < s.n_taps ? u8(r) : 0, b = t < s.n_taps ? u8(r) : 0;
+            dy[t] = a < 250 ? (int)(a % 9) - 4 : far[a % 5];
+            dx[t] = b < 250 ? (int)(b % 9) - 4 : far[b % 5];
+        }
+        s.dy = dy;
+        s.dx = dx;
+        const uint8_t how = u8(r);
+        if (how == 255) s.dy = NULL;
+        if (how == 254) s.dx = NULL;
+        if (how == 253) s.struct_size = 8;
+        s.per_channel_weights = (how & 3) == 1;
+        const int64_t c = tensor_channels(g, s.input);
+        float *w = NULL;
+        if ((how & 3) != 0 && s.n_taps >= 1 && s.n_taps <= FUZZ_GRAPH_MAX_TAPS && c <= 64) {
+            const int64_t nw = s.n_taps * (s.per_channel_weights ? c : 1);
+            w = malloc((size_t)nw * sizeof *w); /* exact size: ASan sees a read past it */
+            for (int64_t i = 0; i < nw; i++) w[i] = graph_float(r);
+            s.weights = w;
+        } else if (s.per_channel_weights && c > 64) {
+            s.per_channel_weights = 0;
+        }
+        st = ps_graph_add_stencil(g, name, u8(r) == 255 ? NULL : &s, &out);
+        free(w);
+        break;
+    }
+    case 2: {
+        call = "ps_graph_add_pointwise";
+        const char *name = graph_name(r, name_buf);
+        const uint8_t k = u8(r);
+        const int n_in = k < 250 ? 1 + k % 4 : (int)(int8_t)u8(r); /* 0, negative, > 16 refused */
+        ps_tensor in[PS_POINTWISE_MAX_INPUTS + 2];
+        for (int i = 0; i < PS_POINTWISE_MAX_INPUTS + 2; i++) in[i] = i < n_in ? tensor_ref(r, g) : 0;
+        int budget = 24;
+        ps_expr *e = decode_expr(r, 5, &budget);
+        exercise_expr(e, u8(r) % 40);
+        st = ps_graph_add_pointwise(g, name, e, n_in, u8(r) == 255 ? NULL : in, &out);
+        ps_expr_free(e);
+        break;
+    }
+    case 3: {
+        call = "ps_graph_add_channel_mix";
+        const char *name = graph_name(r, name_buf);
+        const ps_tensor in = tensor_ref(r, g);
+        const int64_t k = size_field(r, 4), c = tensor_channels(g, in);
+        const uint8_t how = u8(r);
+        float *w = NULL, *b = NULL;
+        /* the builder reads k * C weights once k is in range */
+        if (k >= 1 && k <= 65536 && k * c > 4096) return;
+        if (k >= 1 && k <= 65536) {
+            w = malloc((size_t)(k * c) * sizeof *w);
+            for (int64_t i = 0; i < k * c; i++) w[i] = graph_float(r);
+            if (how & 1) {
+                b = malloc((size_t)k * sizeof *b);
+                for (int64_t i = 0; i < k; i++) b[i] = graph_float(r);
+            }
+        } else if (!(how & 2)) {
+            w = malloc(sizeof *w);
+            w[0] = 1;
+        }
+        st = ps_graph_add_channel_mix(g, name, in, k, w, b, &out);
+        free(w);
+        free(b);
+        break;
+    }
+    case 4: {
+        call = "ps_graph_add_resample";
+        const char *name = graph_name(r, name_buf);
+        const ps_tensor in = tensor_ref(r, g);
+        const ps_resample kind = (ps_resample)enum_field(r, 3);
+        const ps_boundary b = (ps_boundary)enum_field(r, 3);
+        ps_tensor_info d;
+        memset(&d, 0, sizeof d);
+        d.struct_size = sizeof d;
+        if (!g_graph_all && kind == PS_RESAMPLE_DOWN2_AVERAGE && ps_graph_tensor_info(g, in, &d) == PS_SUCCESS &&
+            d.output_index < 0 && ((d.h == 1 && (d.y0 & 1)) || (d.w == 1 && (d.x0 & 1))))
+            return;
+        st = ps_graph_add_resample(g, name, in, kind, b, &out);
+        break;
+    }
+    case 5:
+        call = "ps_graph_mark_output";
+        is_add = 0;
+        st = ps_graph_mark_output(g, tensor_ref(r, g), (ps_act_layout)enum_field(r, 2));
+        break;
+    case 6: {
+        call = "ps_graph_set_output_region";
+        is_add = 0;
+        const ps_tensor t = tensor_ref(r, g);
+        ps_tensor_info d, after;
+        memset(&d, 0, sizeof d);
+        d.struct_size = sizeof d;
+        after = d;
+        const int known = ps_graph_tensor_info(g, t, &d) == PS_SUCCESS;
+        if (known && d.output_index >= 0) {
+            /* the stored region is the info's rectangle; the domain is the node's */
+            d.y0 = g->nodes[t].dom.y0;
+            d.x0 = g->nodes[t].dom.x0;
+            d.h = g->nodes[t].dom.h;
+            d.w = g->nodes[t].dom.w;
+        }
+        int64_t v[4];
+        const int64_t base[4] = {d.y0, d.x0, d.h, d.w};
+        for (int i = 0; i < 4; i++) {
+            const uint8_t s = u8(r);
+            v[i] = s < 200 ? (i < 2 ? base[i] + (int64_t)(u8(r) % 5) - 1 : 1 + (int64_t)u8(r) % (base[i] > 0 ? base[i] + 1 : 2))
+                           : special_i64[u8(r) % N_SPECIAL];
+        }
+        int64_t tmp;
+        if (!g_graph_all && (__builtin_add_overflow(v[0], v[2], &tmp) || __builtin_add_overflow(v[1], v[3], &tmp) ||
+                             __builtin_sub_overflow(d.y0 + d.h, v[2], &tmp) || __builtin_sub_overflow(d.x0 + d.w, v[3], &tmp)))
+            return;
+        ps_tensor_info before = d;
+        if (known) {
+            ps_graph_tensor_info(g, t, &before);
+            prime();
+        }
+        st = ps_graph_set_output_region(g, t, v[0], v[1], v[2], v[3]);
+        if (st && known && ps_graph_tensor_info(g, t, &after) == PS_SUCCESS &&
+            (after.y0 != before.y0 || after.x0 != before.x0 || after.h != before.h || after.w != before.w))
+            BUG("a refused set_output_region changed the stored region");
+        break;
+    }
+    case 7: {
+        call = "ps_graph_tensor_info";
+        is_add = 0;
+        ps_tensor_info info;
+        memset(&info, 0, sizeof info);
+        info.struct_size = u8(r) == 255 ? 7 : sizeof info;
+        const ps_tensor t = tensor_ref(r, g);
+        st = ps_graph_tensor_info(g, t, &info);
+        if (st == PS_SUCCESS && (!info.name || info.h < 1 || info.w < 1 || info.n < 1 || info.c < 1))
+            BUG("tensor_info(%d): \"%s\" %lld x %lld x %lld x %lld", t, info.name ? info.name : "(null)", (long long)info.n,
+                (long long)info.h, (long long)info.w, (long long)info.c);
+        (void)ps_graph_input(g, (int)(int8_t)u8(r));
+        (void)ps_graph_output(g, (int)(int8_t)u8(r));
+        break;
+    }
+    default: {
+        call = "expression helpers";
+        is_add = 0;
+        int budget = 40;
+        ps_expr *e = decode_expr(r, 7, &budget);
+        exercise_expr(e, u8(r) % 64);
+        ps_expr_free(e);
+        return;
+    }
+    }
+    if (g_verbose)
+        fprintf(stderr, "fuzz: graph %s -> %s%s%s (tensor %d)\n", call, ps_status_str(st), st ? ": " : "",
+                st ? ps_last_error_message() : "", out);
+    expect_unchanged(st, call, g, n0, i0, o0, out, is_add);
+    if (st == PS_SUCCESS && is_add && (out != n0 || ps_graph_num_tensors(g) != n0 + 1))
+        BUG("%s returned tensor %d, the graph had %d", call, out, n0);
+}
+
+static void run_graph_plan(const ps_graph *g, const ps_graph_plan *p, uint8_t how, size_t describe_len)
+{
+    const int nin = ps_graph_num_inputs(g), nout = ps_graph_num_outputs(g);
+    size_t ws_bytes = 0, need = 0;
+    ps_status st;
+    if ((st = ps_graph_plan_workspace_size(p, &ws_bytes))) BUG("graph workspace_size: %s", ps_last_error_message());
+    char *text = malloc(describe_len ? describe_len : 1);
+    if ((st = ps_graph_plan_describe(p, describe_len ? text : NULL, describe_len, &need)))
+        BUG("graph describe into %zu bytes: %s", describe_len, ps_last_error_message());
+    if (describe_len && strlen(text) != (need < describe_len ? need : describe_len - 1))
+        BUG("graph describe: %zu bytes written of %zu needed into %zu", strlen(text), need, describe_len);
+    free(text);
+    ps_graph_plan_stats stats;
+    memset(&stats, 0, sizeof stats);
+    stats.struct_size = sizeof stats;
+    if ((st = ps_graph_plan_get_stats(p, &stats))) BUG("graph get_stats: %s", ps_last_error_message());
+    if (stats.workspace_bytes != ws_bytes || stats.n_groups < 1 || stats.n_groups > stats.n_stages)
+        BUG("graph stats: %d groups of %d stages, workspace %zu (size %zu)", stats.n_groups, stats.n_stages,
+            stats.workspace_bytes, ws_bytes);
+    /* Workspaces sized by a forced tile far larger than the image are not
+     * allocated here (test_graph_api reports them). */
+    if (ws_bytes > ((size_t)64 << 20)) return;
+    fbuf in[64], out[64];
+    const float *ins[64];
+    float *outs[64];
+    int64_t olen[64];
+    for (int i = 0; i < nin; i++) {
+        const int64_t n = gr_input_elems(g, i);
+        if (!falloc(&in[i], n, how & 1)) abort();
+        for (int64_t k = 0; k < n; k++) in[i].p[k] = rnd();
+        ins[i] = in[i].p;
+    }
+    for (int i = 0; i < nout; i++) {
+        olen[i] = gr_output_elems(g, i);
+        if (!falloc(&out[i], olen[i], (how >> 1) & 1)) abort();
+        for (int64_t k = 0; k < olen[i]; k++) out[i].p[k] = sentinel();
+        outs[i] = out[i].p;
+    }
+    void *ws = NULL;
+    if ((how & 4) && ws_bytes && posix_memalign(&ws, 64, ws_bytes)) abort();
+    st = ps_graph_execute(p, ins, outs, ws);
+    if (st) BUG("graph execute: %s: %s", ps_status_str(st), ps_last_error_message());
+    for (int i = 0; i < nout; i++)
+        for (int64_t k = 0; k < olen[i]; k++)
+            if (is_sentinel(out[i].p[k])) BUG("graph execute left output %d element %lld unwritten", i, (long long)k);
+    /* Values: only for graphs whose numbers stay far inside f32 (tame
+     * constants and weights; every reference value below 1e30). */
+    gr_eval ev;
+    if (gr_eval_graph(g, ins, &ev)) BUG("graph reference: %s", ev.msg);
+    int comparable = g_tame;
+    for (int t = 0; t < ev.n && comparable; t++) {
+        const gr_tensor *x = &ev.t[t];
+        const int64_t n = x->n * x->h * x->w * x->c;
+        for (int64_t k = 0; k < n && comparable; k++)
+            comparable = isfinite(x->v[k]) && fabs(x->v[k]) + x->e[k] < 1e30;
+    }
+    for (int i = 0; i < nout && comparable; i++) {
+        gr_cmp cmp;
+        if (gr_compare(g, &ev, i, out[i].p, &cmp)) {
+            gr_print_graph(g, stderr);
+            BUG("graph output %d: %lld of %lld wrong; first at image %lld channel %lld (y %lld, x %lld): got %.9g want "
+                "%.9g (bound %.3g)",
+                i, (long long)cmp.n_bad, (long long)olen[i], (long long)cmp.bad_img, (long long)cmp.bad_ch,
+                (long long)cmp.bad_y, (long long)cmp.bad_x, cmp.bad_got, cmp.bad_want, cmp.bad_bound);
+        }
+    }
+    gr_eval_free(&ev);
+    free(ws);
+    for (int i = 0; i < nin; i++) ffree(&in[i]);
+    for (int i = 0; i < nout; i++) ffree(&out[i]);
+}
+
+static void fuzz_graph(rd *r)
+{
+    ps_graph *g = NULL;
+    prime();
+    if (ps_graph_create(&g)) BUG("ps_graph_create: %s", ps_last_error_message());
+    g_tame = 1;
+    const int calls = u8(r) % (FUZZ_GRAPH_MAX_CALLS + 1);
+    for (int i = 0; i < calls && r->n; i++) graph_call(r, g);
+    char msg[600];
+    if (gr_check_domains(g, msg, sizeof msg)) {
+        gr_print_graph(g, stderr);
+        BUG("graph domains: %s", msg);
+    }
+    if (!ge_engine_present()) {
+        ps_graph_destroy(g);
+        return;
+    }
+    /* plan options */
+    ps_graph_options o;
+    ps_graph_options_init(&o);
+    const int nt = ps_graph_num_tensors(g);
+    o.fusion = (ps_fusion)enum_field(r, 4);
+    const uint8_t t = u8(r);
+    o.num_threads = t < 250 ? t % 3 : (int)special_i64[t % N_SPECIAL];
+    const uint8_t ts = u8(r);
+    if (ts >= 128) {
+        o.tile_h = ts < 250 ? 1 + u8(r) % 9 : special_i64[u8(r) % N_SPECIAL];
+        o.tile_w = ts < 250 ? 1 + u8(r) % 9 : special_i64[u8(r) % N_SPECIAL];
+    }
+    int *group_of = malloc((size_t)(nt + 1) * sizeof *group_of);
+    for (int i = 0; i <= nt; i++) group_of[i] = (int)(int8_t)u8(r) % 4;
+    const uint8_t gs = u8(r);
+    o.group_of = gs == 255 ? NULL : group_of;
+    o.n_group_of = gs < 240 ? nt : nt + (int)(gs % 3) - 1;
+    o.group_limit = u8(r) < 230 ? 0 : (int)(int8_t)u8(r);
+    o.flags = (unsigned)enum_field(r, 2);
+    if (u8(r) == 255) o.struct_size = 16;
+    const uint8_t how = u8(r);
+    const size_t describe_len = u8(r) < 200 ? 8192 : u8(r);
+    int stages = 0;
+    int64_t elems = 0;
+    for (int i = 0; i < nt; i++) {
+        ps_tensor_info d;
+        memset(&d, 0, sizeof d);
+        d.struct_size = sizeof d;
+        ps_graph_tensor_info(g, i, &d);
+        stages += !d.is_input;
+        elems += g->nodes[i].n * g->nodes[i].dom.h * g->nodes[i].dom.w * g->nodes[i].c;
+        if (elems > FUZZ_GRAPH_EVAL_ELEMS) break;
+    }
+    if (stages <= FUZZ_GRAPH_PLAN_STAGES && elems <= FUZZ_GRAPH_EVAL_ELEMS) {
+        ps_graph_plan *p = (ps_graph_plan *)g;
+        prime();
+        const ps_status st = ps_graph_plan_create(g_ctx, g, &o, &p);
+        expect_message(st, "ps_graph_plan_create");
+        if (g_verbose)
+            fprintf(stderr, "fuzz: graph of %d stages, fusion %d threads %d tile %lld x %lld -> plan %s%s%s\n", stages,
+                    (int)o.fusion, o.num_threads, (long long)o.tile_h, (long long)o.tile_w, ps_status_str(st),
+                    st ? ": " : "", st ? ps_last_error_message() : "");
+        if ((st == PS_SUCCESS) != (p != NULL)) BUG("graph plan_create status/plan mismatch (%s)", ps_status_str(st));
+        if (st != PS_SUCCESS && st != PS_ERR_INVALID_ARG && st != PS_ERR_NULL_POINTER && st != PS_ERR_UNSUPPORTED &&
+            st != PS_ERR_OUT_OF_MEMORY && st != PS_ERR_OVERFLOW)
+            BUG("graph plan_create -> %s: %s", ps_status_str(st), ps_last_error_message());
+        if (p) run_graph_plan(g, p, how, describe_len);
+        ps_graph_plan_destroy(p);
+    }
+    free(group_of);
+    ps_graph_destroy(g);
+}
+
 /* ------------------------------------------------------------ entry points */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -740,6 +1206,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     g_verbose = getenv("FUZZ_VERBOSE") && atoi(getenv("FUZZ_VERBOSE")) > 0;
+    g_graph_all = getenv("FUZZ_GRAPH_ALL") && atoi(getenv("FUZZ_GRAPH_ALL")) > 0;
     setenv("PS_CALIBRATE", "0", 1); /* built-in latency table: no measuring per process */
     ps_context_options co;
     ps_context_options_init(&co);
@@ -762,12 +1229,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 1099511628211ull;
     g_rng = h;
     rd r = {data + 1, size - 1};
-    switch (data[0] % 5) {
+    switch (data[0] % 6) {
     case 0: fuzz_op(&r, 0); break;
     case 1: fuzz_op(&r, 1); break;
     case 2: import_checked(g_ctx, (const char *)data + 1, size - 1, "import(raw)"); break;
     case 3: fuzz_wisdom_framed(&r); break;
     case 4: fuzz_schedule_text(&r); break;
+    case 5: fuzz_graph(&r); break;
     }
     return 0;
 }

@@ -57,6 +57,67 @@ seeds = {
     "schedule_conv": bytes([4, 0]) + b"64x28x64/4 : n* k:4* oh k ow c",
     "schedule_gemm": bytes([4, 1]) + b"64x24x64/8 : m:4* n m k",
 }
+# Stage graphs (mode 5): builder calls, then plan options (fuzz_graph).
+FLOAT = {1.0: 0, 0.0: 1, -1.0: 2, 0.5: 3, 2.0: 4, 1.5: 5, -0.25: 6, 3.0: 7}
+def fl(v):           # float_field: table entry
+    return bytes([0, FLOAT[v]])
+def tref(back=0):    # tensor_ref: the tensor `back` before the newest
+    return bytes([0, back])
+def g_input(n, h, w, c, layout=0):
+    return bytes([0, 0]) + sz(n) + sz(h) + sz(w) + sz(c) + bytes([0]) + en(layout)
+def g_stencil(back, taps, weights=None, boundary=1, reduce=0, sh=1, sw=1, per_channel=False):
+    b = bytes([1, 0]) + tref(back) + en(boundary) + en(reduce) + sz(sh) + sz(sw) + sz(len(taps))
+    b += b"".join(bytes([dy + 4, dx + 4]) for dy, dx in taps)
+    how = 0 if weights is None else (1 if per_channel else 2)
+    b += bytes([how]) + (b"".join(fl(w) for w in weights) if weights else b"")
+    return b + bytes([0])
+def e_in(i):
+    return bytes([0, i])
+def e_const(v):
+    return bytes([1]) + fl(v)
+EXPR_OPS = ["neg", "abs", "sqrt", "exp", "log", "floor", "add", "sub", "mul", "div", "min", "max",
+            "lt", "le", "gt", "ge", "eq", "ne", "select", "clamp"]
+def e_op(name, *args):  # shape 2: the op's own arity
+    return bytes([100, EXPR_OPS.index(name), 2]) + b"".join(args)
+def g_pointwise(backs, expr):
+    return bytes([2, 0, len(backs) - 1]) + b"".join(tref(b) for b in backs) + expr + bytes([7, 0])
+def g_mix(back, k, weights, bias=None):
+    return bytes([3, 0]) + tref(back) + sz(k) + bytes([1 if bias else 0]) + b"".join(fl(w) for w in weights) + \
+        (b"".join(fl(v) for v in bias) if bias else b"")
+def g_resample(back, kind, boundary=1):
+    return bytes([4, 0]) + tref(back) + en(kind) + en(boundary)
+def g_output(back, layout=0):
+    return bytes([5]) + tref(back) + en(layout)
+def g_region(back, dy0, dx0, h, w):  # corner offsets from the domain's (-1..3), sizes 1..
+    return bytes([6]) + tref(back) + bytes([0, dy0 + 1, 0, dx0 + 1, 0, h - 1, 0, w - 1])
+def g_opts(n_tensors, fusion=0, threads=1, tile=None, groups=None, how=0):
+    b = en(fusion) + bytes([threads])
+    b += bytes([0]) if tile is None else bytes([128, tile[0] - 1, tile[1] - 1])
+    b += bytes(groups if groups else [0] * (n_tensors + 1)) + bytes([0, 0]) + en(0) + bytes([0, how, 0])
+    return b
+def graph(calls, n_tensors, **o):
+    return bytes([5, len(calls)]) + b"".join(calls) + g_opts(n_tensors, **o)
+
+blur = [g_input(1, 9, 11, 1), g_stencil(0, [(0, -1), (0, 0), (0, 1)], [0.5, 1.0, 0.5]),
+        g_stencil(0, [(-1, 0), (0, 0), (1, 0)], [0.5, 1.0, 0.5]), g_output(0)]
+seeds["graph_blur3x3"] = graph(blur, 3)
+seeds["graph_blur3x3_none_tile"] = graph(blur, 3, fusion=2, threads=2, tile=(3, 5), how=4)
+unsharp = [g_input(2, 8, 7, 3, 1), g_stencil(0, [(-1, 0), (0, 0), (1, 0)], [0.5, 1.0, 0.5], boundary=0),
+           g_stencil(0, [(0, -1), (0, 0), (0, 1)], [0.5, 1.0, 0.5], boundary=0),
+           g_pointwise([2, 0], e_op("add", e_in(0), e_op("mul", e_const(1.5), e_op("sub", e_in(0), e_in(1))))),
+           g_output(0, 1), g_region(0, 1, 0, 2, 3)]
+seeds["graph_unsharp_greedy"] = graph(unsharp, 4, fusion=1)
+pyramid = [g_input(1, 9, 9, 2), g_resample(0, 2, 1), g_resample(0, 1, 1),
+           g_pointwise([2, 0], e_op("sub", e_in(0), e_in(1))), g_mix(0, 1, [0.5, -0.25]),
+           g_stencil(1, [(-1, -1), (0, 0), (1, 1)], None, boundary=2, reduce=1), g_output(0), g_output(1, 1)]
+seeds["graph_pyramid_fixed"] = graph(pyramid, 6, fusion=3, groups=[0, 0, 1, 1, 2, 2, 0])
+select = [g_input(1, 5, 6, 4), g_input(1, 5, 6, 1, 1),
+          g_pointwise([1, 0], e_op("select", e_op("lt", e_in(0), e_in(1)), e_op("sqrt", e_op("abs", e_in(0))),
+                                   e_op("clamp", e_in(1), e_const(-0.25), e_const(0.5)))),
+          g_stencil(0, [(0, 0), (0, 1), (1, 0)], [1.0, -1.0, 0.5, 2.0, 0.5, 1.0, -0.25, 1.5, 1.0, 0.0, 3.0, 1.0],
+                    boundary=0, sh=2, sw=1, per_channel=True), g_output(0)]
+seeds["graph_select_broadcast_dp"] = graph(select, 4, fusion=0, threads=2)
+
 head = b"polysci-wisdom 1 0.1.0\nmachine some-other-cpu;cores=2;L1=32768\n" + body
 seeds["wisdom_raw_other_machine"] = bytes([2]) + head + b"checksum %016x\n" % fnv(head)
 for name, data in seeds.items():
