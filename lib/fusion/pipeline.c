@@ -376,6 +376,7 @@ ps_status ps_pipeline_build(const ps_graph *g, int inline_pointwise, ps_pipeline
             }
         }
         S->need = ps_box_intersect(&need, &S->dom);
+        S->needless = S->kind != PS_NODE_INPUT && ps_box_empty(&S->need);
     }
     free(live);
     free(remap);
