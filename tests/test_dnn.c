@@ -650,6 +650,39 @@ static void conv_expert_rule(ps_context *ctx)
         TU_CHECK(!strcmp(got, row_tile_cases[i].want), "row-tile case %zu: expert '%s', want '%s'", i, got,
                  row_tile_cases[i].want);
     }
+    /* Row tiles of one output row (the input rows of two do not fit beside a
+     * block of weights in half of L2): the row loop itself, with no point
+     * loop over oh inside it, which the schedule check would refuse (issue
+     * 48's layers; each refused before with "strictly decreasing tiles"). */
+    static const struct {
+        int64_t N, H, W, C, K, R, S, sh, sw, pad;
+        size_t l2;
+        const char *want;
+    } one_row[] = {
+        {1, 224, 224, 256, 256, 3, 3, 2, 2, 1, 2 << 20, "32x28x64/4 : n* oh* k* ow* c"},
+        {2, 21, 64, 256, 256, 2, 2, 3, 1, 0, 1 << 20, "32x28x64/4 : n* oh* k* ow* c"},
+        {2, 21, 64, 256, 256, 2, 2, 3, 1, 0, 2 << 20, "32x28x64/4 : n* oh* k* ow* c"},
+        {1, 5, 150, 350, 375, 2, 1, 1, 1, 0, 2 << 20, "64x30x64/6 : n* oh* k* ow* c"},
+    };
+    for (size_t i = 0; i < sizeof one_row / sizeof one_row[0]; i++) {
+        ps_desc d;
+        conv_shape(&d, one_row[i].N, one_row[i].C, one_row[i].K, one_row[i].H, one_row[i].R);
+        ps_conv_desc *c = &d.u.conv;
+        c->W = one_row[i].W;
+        c->S = one_row[i].S;
+        c->stride_h = one_row[i].sh;
+        c->stride_w = one_row[i].sw;
+        c->pad_top = c->pad_bottom = c->pad_left = c->pad_right = one_row[i].pad;
+        char got[512], dflt[512];
+        const ps_expert_facts facts = {.l2_bytes = one_row[i].l2, .llc_slow = 1};
+        expert_and_default(&d, &facts, got, dflt);
+        TU_CHECK(!strcmp(got, one_row[i].want), "one-row tile case %zu: expert '%s', want '%s'", i, got,
+                 one_row[i].want);
+        ps_schedule *s = NULL;
+        TU_CHECK(ps_schedule_parse(PS_OP_CONV_FWD, got, &s) == PS_SUCCESS && ps_schedule_check(s, &d) == PS_SUCCESS,
+                 "one-row tile case %zu: '%s' fails its check: %s", i, got, ps_last_error_message());
+        ps_schedule_destroy(s);
+    }
     /* Through the planner: one image, default options, the context's L2. */
     const size_t l2 = ps_machine_cache_bytes(&ctx->machine, 2);
     ps_desc d;

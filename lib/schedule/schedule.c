@@ -788,12 +788,17 @@ static int64_t conv_row_tile(const ps_conv_shape *c, const ps_kernel_shape *ks, 
     return 0;
 }
 
-/* The row-tile loops around kernel ks (conv_row_tile): `n* oh:T* k* ow* oh* c`. */
+/* The row-tile loops around kernel ks (conv_row_tile): `n* oh:T* k* ow* oh* c`.
+ * A tile of one row is the row loop itself, `n* oh* k* ow* c`: a point loop
+ * over oh inside a tile of 1 would repeat the tile (schedules need strictly
+ * decreasing tiles per dimension). */
 static ps_status row_tiles(const ps_kernel_shape *ks, int64_t rows, ps_schedule **out)
 {
     const expert_loop loops[] = {{PS_DIM_N, 1, 1},  {PS_DIM_OH, rows, 1}, {PS_DIM_K, 1, 1},
                                  {PS_DIM_OW, 1, 1}, {PS_DIM_OH, 1, 1},    {PS_DIM_C, 1, 0}};
-    return loops_around(ks, loops, 6, out);
+    if (rows > 1) return loops_around(ks, loops, 6, out);
+    const expert_loop one_row[] = {loops[0], loops[1], loops[2], loops[3], loops[5]};
+    return loops_around(ks, one_row, 5, out);
 }
 
 /* Register block, in columns, of LIBXSMM 1.17's AVX-512 kernels of m rows
