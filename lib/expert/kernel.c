@@ -27,7 +27,7 @@ int ps_expert_pick_width(int64_t ow, int max)
     if (ow <= max) return (int)ow;
     for (int b = max; b >= 8; b--)
         if (ow % b == 0) return b;
-    return ow < 2 * max ? (int)ow : max;
+    return ow < 2 * max && ow <= PS_KERNEL_DIM_MAX ? (int)ow : max;
 }
 
 int ps_expert_reg_block(int m)
@@ -121,7 +121,7 @@ ps_kernel_shape ps_expert_kernel(const ps_problem *p)
      * (kernel choice, "few channels"). */
     if (ps_conv_few_channels(c)) {
         const int64_t per_calls = ps_conv_merges_taps(c) ? 75 * ps_conv_tap_phases(c) : 0;
-        max_n = per_calls > 112 ? (int)per_calls : 112;
+        max_n = per_calls > PS_KERNEL_DIM_MAX ? PS_KERNEL_DIM_MAX : per_calls > 112 ? (int)per_calls : 112;
     }
     /* 64-row kernels by their register blocks; the few-channel convs' calls
      * are split into tap phases (merged taps) or reduce over a few floats,

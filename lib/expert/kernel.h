@@ -25,7 +25,8 @@ int ps_expert_reg_block(int m);
 
 /* Output-column block: the whole row when it is at most max; else the widest
  * divisor of the row in [8, max] (no remainder kernel); else the whole row if
- * it is under 2*max (one call beats a block plus a remainder); else max. */
+ * it is under 2*max (one call beats a block plus a remainder) and a kernel
+ * that wide exists (PS_KERNEL_DIM_MAX); else max (at most PS_KERNEL_DIM_MAX). */
 int ps_expert_pick_width(int64_t ow, int max);
 
 /* Width n of a row of ow columns, or a cheaper one for register blocks of
