@@ -40,7 +40,7 @@ int ps_expert_reg_block(int m)
  * units: each block costs about PS_BLOCK_FIXED + its columns (it reloads the
  * weight vectors per reduction step whatever its width), PS_CALL_FIXED
  * stands for the call itself. Fitted to polysci-brgemm-ceiling over n =
- * 1..56 (docs/expert-rules.md, "Register blocks"). */
+ * 1..56 (docs/expert-rules.md, "call-cost model"). */
 #define PS_BLOCK_FIXED 2.7
 #define PS_CALL_FIXED 3.0
 static double call_cost(int64_t n, int reg)

@@ -10,7 +10,7 @@
  * Each block reloads the call's weight vectors once per reduction step,
  * whatever its width, so a width that leaves a short last block runs below
  * one in whole blocks. Measured with polysci-brgemm-ceiling (cached operands,
- * 2 threads; docs/expert-rules.md, "Register blocks"). */
+ * 2 threads; docs/expert-rules.md, "call-cost model"). */
 #define PS_REG_BLOCK 6
 #define PS_REG_BLOCK48 9
 #define PS_REG_BLOCK32 14
