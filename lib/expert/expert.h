@@ -24,7 +24,8 @@
  * ps_planner_expert_facts. */
 typedef struct ps_expert_facts {
     size_t l1_bytes;    /* L1 data per core; 0 (unknown): no merged-taps rule */
-    size_t l2_bytes;    /* L2 per core; 0 (unknown): no L2 rule */
+    size_t l2_bytes;    /* L2 per core; 0 (unknown): every filter bank counts as too big for it,
+                           and no rule that sizes blocks or tiles by L2 applies */
     size_t llc_bytes;   /* last-level cache (ps_machine_cache_bytes) */
     size_t panel_bytes; /* ps_machine_panel_bytes */
     int llc_slow;       /* ps_machine_llc_slow: the last level's bandwidth is under twice memory's */
