@@ -392,7 +392,7 @@ static ps_status explain_group(ps_graph_plan *pl, ps_fusion_state *fs, const int
         const ps_pstage *S = &p->st[G->mem[k].stage];
         for (int c = 0; c < S->n_cons && !st; c++) {
             int h = group_of[S->cons[c]];
-            if (h == gi || seen[h]) continue;
+            if (h < 0 || h == gi || seen[h]) continue;
             seen[h] = 1;
             int n = 0;
             for (int s = 0; s < p->n; s++)
