@@ -26,6 +26,7 @@ int cmd_analyze(int argc, char **argv);
 int cmd_rank(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_pipeline(int argc, char **argv);
+int cmd_stencil(int argc, char **argv);
 
 /* Names of the ps_ranker values, in enum order ("default", "cost", "dnn", "none"). */
 extern const char *const cli_ranker_names[5];
