@@ -277,6 +277,9 @@ void ps_iter_apply(ps_iter_plan *pl, const ps_it_deps *dp, const ps_it_eval *ev)
         if (widest < D->tile) widest = D->tile;
         D->scr_ext = D->kind == PS_ITD_FULL ? D->n : widest + pl->band * (D->el + D->er) + (D->periodic ? 0 : 2 * pl->radius[d]);
         if (!D->periodic && D->scr_ext > D->n) D->scr_ext = D->n;
+        /* rows: a whole number of vectors, from the aligned start below
+         * the trapezoid's (iter_exec.c) */
+        if (d == nd - 1) D->scr_ext = (D->scr_ext + (D->kind == PS_ITD_FULL ? 0 : 15) + 15) / 16 * 16;
     }
     if (ev->tiling == PS_ITER_TILING_HYBRID) {
         pl->skew_dim = nd >= 2 ? 1 : 0;

@@ -74,7 +74,7 @@ static void compute_box(const ps_iter_plan *pl, int a, const ps_it_box *bx, cons
                 const ps_it_tap *tp = &U->taps[k];
                 ptr[k] = rowb[k] + vidx(&src[tp->array], xd, x + tp->off[xd]);
             }
-            pl->k->sum(drow + vidx(dst, xd, x), end - x, ptr, U->w, nt, 1, U->constant);
+            pl->k->sum_disjoint(drow + vidx(dst, xd, x), end - x, ptr, U->w, nt, U->constant);
             x = end;
         }
         int d = xd - 1;
@@ -201,6 +201,10 @@ static void run_ov_task(const ps_iter_plan *pl, float *const (*g)[2], int cur, i
                     if (a < 0) a = 0;
                     if (b > D->n) b = D->n;
                 }
+                /* rows of the scratch start where the grid's 64-byte
+                 * vectors do, so the row kernel's aligned stores and the
+                 * taps of rows above and below load aligned too */
+                if (d == nd - 1) a = a >= 0 ? a / 16 * 16 : -((-a + 15) / 16 * 16);
                 org[d] = a;
                 ext[d] = b - a;
             }

@@ -74,6 +74,14 @@ typedef struct ps_row_kernels {
     void (*stream_copy)(float *restrict dst, const float *restrict src, int64_t n);
     /* Orders this thread's streamed stores before what follows (a barrier). */
     void (*stream_fence)(void);
+    /* sum with step 1 for an out row that overlaps no src row (the
+     * iterated-stencil executor's double buffers): the same operations per
+     * element as sum, so the same values, but rows of 16 or more points
+     * have no scalar remainder (one last vector ends at n, rewriting up to
+     * 15 values) and the vectors after the first store to aligned
+     * addresses (the first one is written again in part). */
+    void (*sum_disjoint)(float *restrict out, int64_t n, const float *const *src, const float *w, int n_taps,
+                         float init);
 } ps_row_kernels;
 
 extern const ps_row_kernels ps_row_kernels_avx512;

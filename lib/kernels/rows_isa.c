@@ -80,6 +80,43 @@ static void sum_rows(float *restrict out, int64_t n, const float *const *src, co
     }
 }
 
+/* One vector of sum at out + i. */
+static inline void sum_vec(float *out, int64_t i, const float *const *src, const float *w, int n_taps, float init)
+{
+    v16 a = splat(init);
+    for (int t = 0; t < n_taps; t++) a += splat(w[t]) * ld(src[t] + i);
+    st(out + i, a);
+}
+
+static void sum_disjoint_rows(float *restrict out, int64_t n, const float *const *src, const float *w, int n_taps,
+                              float init)
+{
+    if (n < 16) {
+        sum_rows(out, n, src, w, n_taps, 1, init);
+        return;
+    }
+    /* the first vector, then from the first aligned store on */
+    sum_vec(out, 0, src, w, n_taps, init);
+    int64_t i = 16 - (int64_t)(((uintptr_t)out / sizeof *out) & 15);
+    for (; i + 64 <= n; i += 64) {
+        v16 a0 = splat(init), a1 = a0, a2 = a0, a3 = a0;
+        for (int t = 0; t < n_taps; t++) {
+            const float *s = src[t] + i;
+            v16 wt = splat(w[t]);
+            a0 += wt * ld(s);
+            a1 += wt * ld(s + 16);
+            a2 += wt * ld(s + 32);
+            a3 += wt * ld(s + 48);
+        }
+        st(out + i, a0);
+        st(out + i + 16, a1);
+        st(out + i + 32, a2);
+        st(out + i + 48, a3);
+    }
+    for (; i + 16 <= n; i += 16) sum_vec(out, i, src, w, n_taps, init);
+    if (i < n) sum_vec(out, n - 16, src, w, n_taps, init);
+}
+
 /* ------------------------------------------------------------- max/min */
 
 static inline v16 vmax(v16 a, v16 b)
@@ -410,4 +447,5 @@ const ps_row_kernels PS_KERNEL_TABLE = {
     .down2_average = down2_average,
     .stream_copy = stream_copy,
     .stream_fence = stream_fence,
+    .sum_disjoint = sum_disjoint_rows,
 };
