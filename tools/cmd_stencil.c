@@ -119,19 +119,21 @@ int cmd_stencil(int argc, char **argv)
     }
     ps_iter_info info = {.struct_size = sizeof info};
     ps_iter_get_info(it, &info);
-    size_t npts = (size_t)(info.n[0] * info.n[1] * info.n[2]), ws_bytes = 0;
-    ps_iter_plan_workspace_size(plan, &ws_bytes);
-    arr = cli_alloc(npts * sizeof(float));
-    init = cli_alloc(npts * sizeof(float));
-    ws = cli_alloc(ws_bytes + 64);
-    if (!arr || !init || !ws) {
-        fprintf(stderr, "polysci stencil: out of memory\n");
-        goto done;
-    }
-    cli_stencil_fill(it, &init, 1);
+    size_t npts = (size_t)(info.n[0] * info.n[1] * info.n[2]);
     int ok = 1, bitwise = -1;
     double max_err = 0, tol = 0;
     if (check) {
+        /* one run of each plan from the same initial grid */
+        size_t ws_bytes = 0;
+        ps_iter_plan_workspace_size(plan, &ws_bytes);
+        arr = cli_alloc(npts * sizeof(float));
+        init = cli_alloc(npts * sizeof(float));
+        ws = cli_alloc(ws_bytes + 64);
+        if (!arr || !init || !ws) {
+            fprintf(stderr, "polysci stencil: out of memory\n");
+            goto done;
+        }
+        cli_stencil_fill(it, &init, 1);
         ps_iter_options so;
         ps_iter_options_init(&so);
         so.tiling = PS_ITER_TILING_STEP;
@@ -166,15 +168,13 @@ int cmd_stencil(int argc, char **argv)
         tol = cli_stencil_tolerance(it, max_in);
         ok = bitwise && max_err <= tol;
     }
-    memcpy(arr, init, npts * sizeof(float));
-    double med = 0, best = 0;
-    if ((st = cli_stencil_time(plan, &arr, ws, (int)warmup, (int)reps, &med, &best))) {
+    cli_stencil_result r;
+    if ((st = cli_stencil_measure(it, plan, b->flops_per_point, (int)warmup, (int)reps, &r))) {
         cli_report_status("stencil: execute", st);
         goto done;
     }
-    ps_iter_plan_stats s = {.struct_size = sizeof s};
-    ps_iter_plan_get_stats(plan, &s);
-    double gflops = med > 0 ? (double)b->flops_per_point * (double)info.updated_points * (double)info.steps / (med * 1e6) : 0;
+    const ps_iter_plan_stats s = r.stats;
+    const double med = r.median_ms, best = r.best_ms, gflops = r.gflops;
     if (json) {
         printf("{\"stencil\": \"%s\", \"shape\": [", name);
         for (int d = 0; d < info.ndim; d++) printf("%s%lld", d ? ", " : "", (long long)info.n[d]);

@@ -67,6 +67,34 @@ ps_status cli_stencil_time(const ps_iter_plan *plan, float *const *arrays, void 
     return PS_SUCCESS;
 }
 
+ps_status cli_stencil_measure(const ps_iter *it, const ps_iter_plan *plan, int flops_per_point, int warmup, int reps,
+                              cli_stencil_result *r)
+{
+    memset(r, 0, sizeof *r);
+    ps_iter_info info = {.struct_size = sizeof info};
+    ps_status st = ps_iter_get_info(it, &info);
+    if (st) return st;
+    size_t npts = (size_t)(info.n[0] * info.n[1] * info.n[2]), ws_bytes = 0;
+    ps_iter_plan_workspace_size(plan, &ws_bytes);
+    float *arrays[PS_ITER_MAX_ARRAYS] = {0};
+    void *ws = cli_alloc(ws_bytes + 64);
+    int ok = ws != NULL;
+    for (int a = 0; a < info.n_arrays; a++) ok &= (arrays[a] = cli_alloc(npts * sizeof(float))) != NULL;
+    if (ok) {
+        cli_stencil_fill(it, arrays, 1);
+        st = cli_stencil_time(plan, arrays, ws, warmup, reps, &r->median_ms, &r->best_ms);
+    } else {
+        st = PS_ERR_OUT_OF_MEMORY;
+    }
+    for (int a = 0; a < info.n_arrays; a++) free(arrays[a]);
+    free(ws);
+    if (st) return st;
+    r->stats.struct_size = sizeof r->stats;
+    st = ps_iter_plan_get_stats(plan, &r->stats);
+    r->gflops = r->median_ms > 0 ? (double)flops_per_point * (double)info.updated_points * (double)info.steps / (r->median_ms * 1e6) : 0;
+    return st;
+}
+
 static int64_t wrap(int64_t i, int64_t n)
 {
     int64_t r = i % n;

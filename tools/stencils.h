@@ -46,6 +46,19 @@ void cli_stencil_fill(const ps_iter *it, float *const *arrays, uint64_t seed);
 ps_status cli_stencil_time(const ps_iter_plan *plan, float *const *arrays, void *ws, int warmup, int reps, double *median_ms,
                            double *best_ms);
 
+typedef struct cli_stencil_result {
+    ps_iter_plan_stats stats;    /* the plan's (tiling, sizes, redundant work, ...) */
+    double median_ms, best_ms;
+    double gflops;               /* flops_per_point x updated points x T / median */
+} cli_stencil_result;
+
+/* Times `plan` (made from `it`) on freshly allocated arrays filled by
+ * cli_stencil_fill (seed 1) with a workspace of its size: `warmup` then
+ * `reps` executions (cli_stencil_time); fills *r. PS_ERR_OUT_OF_MEMORY when
+ * the arrays cannot be allocated. */
+ps_status cli_stencil_measure(const ps_iter *it, const ps_iter_plan *plan, int flops_per_point, int warmup, int reps,
+                              cli_stencil_result *r);
+
 /* The T steps of `it` in double precision: out[a] (n doubles each) from
  * in[a]. OpenMP-parallel over the grid. Returns 0, or -1 when out of
  * memory. */
