@@ -189,7 +189,25 @@ def run_once(b, sched, inp_np, machine=None, target=None, pad=0):
     return res.reshape((1,) * (b.out_ndim - res.ndim) + res.shape)
 
 
-def add_common_args(ap):
+def checked_run(make_bench, sched, inp_np, machine, compare):
+    """(ok, message): builds a Bench with make_bench(), runs schedule `sched` on
+    inp_np and hands the output to compare(out) -> (ok, message).  A build,
+    compile or run error is a failed check, not an exception, so a
+    verification goes on with the other cases."""
+    try:
+        b = make_bench()
+        return compare(run_once(b, sched, inp_np, machine, pad=b.info.get("pad", 0)))
+    except Exception as e:
+        return False, "FAILED %s" % repr(e)[:300]
+
+
+def make_parser(doc, benches):
+    """The CLI of halide_pipelines.py / halide_stencils.py: MODE (time, dump,
+    list), --bench, the schedule and timing options; callers add the sizes."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("mode", choices=["time", "dump", "list"])
+    ap.add_argument("--bench", choices=list(benches))
+    ap.add_argument("--prefix", default=None, help="dump: write PREFIX_in.npy, PREFIX_out.npy")
     ap.add_argument("--sched", default="naive", choices=SCHEDULES)
     ap.add_argument("--machine", default=None,
                     help="autoscheduler machine params P,LLC_BYTES_PER_CORE,BALANCE "
@@ -199,6 +217,7 @@ def add_common_args(ap):
     ap.add_argument("--out", default=None, help="time: also append the JSON line to this file")
     ap.add_argument("--save-schedule", default=None,
                     help="time: write the autoscheduler's schedule source here")
+    return ap
 
 
 def cmd_time(b, a, rec, pad=0):
@@ -233,6 +252,15 @@ def cmd_time(b, a, rec, pad=0):
             fh.write(info["schedule_source"])
     _emit(rec, a.out)
     return 0
+
+
+def run_command(ap, a, b, rec, pad=0):
+    """The `time` or `dump` command (a.mode) on the built Bench b."""
+    if a.mode == "time":
+        return cmd_time(b, a, rec, pad)
+    if not a.prefix:
+        ap.error("dump needs --prefix")
+    return cmd_dump(b, a, a.prefix, rec, pad)
 
 
 def cmd_dump(b, a, prefix, rec, pad=0):

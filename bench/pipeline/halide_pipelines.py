@@ -26,7 +26,6 @@ CLI (Debian's interpreter; HL_NUM_THREADS sets the threads):
   HL_NUM_THREADS=2 /usr/bin/python3 halide_pipelines.py time --bench harris --sched manual
   /usr/bin/python3 halide_pipelines.py dump --bench laplacian --size 130x97 --prefix /tmp/lap
 """
-import argparse
 import math
 import os
 import sys
@@ -337,12 +336,8 @@ def build(name, W, H):
 
 def main(argv=None):
     C.warn_quiet()
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("mode", choices=["time", "dump", "list"])
-    ap.add_argument("--bench", choices=list(BUILDERS))
+    ap = C.make_parser(__doc__, BUILDERS)
     ap.add_argument("--size", type=C.parse_size, default=DEFAULT_SIZE, help="WxH (default 4256x2832)")
-    ap.add_argument("--prefix", default=None, help="dump: write PREFIX_in.npy, PREFIX_out.npy")
-    C.add_common_args(ap)
     a = ap.parse_args(argv)
     if a.mode == "list":
         print(" ".join(BUILDERS))
@@ -351,12 +346,7 @@ def main(argv=None):
         ap.error("--bench is required")
     W, H = a.size
     b = build(a.bench, W, H)
-    rec = dict(bench=a.bench, width=W, height=H)
-    if a.mode == "time":
-        return C.cmd_time(b, a, rec)
-    if not a.prefix:
-        ap.error("dump needs --prefix")
-    return C.cmd_dump(b, a, a.prefix, rec)
+    return C.run_command(ap, a, b, dict(bench=a.bench, width=W, height=H))
 
 
 if __name__ == "__main__":

@@ -207,11 +207,8 @@ def verify(benches, scheds, sizes, machine=None, log=print):
             img = C.make_input_array((3, H, W))
             ref = PIPELINES[name](img)
             for s in scheds:
-                try:
-                    out = C.run_once(HP.build(name, W, H), s, img, machine)
-                    ok, msg = compare(name, out, img, ref)
-                except Exception as e:  # report and go on with the others
-                    ok, msg = False, "FAILED %s" % repr(e)[:300]
+                ok, msg = C.checked_run(lambda: HP.build(name, W, H), s, img, machine,
+                                        lambda out: compare(name, out, img, ref))
                 fails += not ok
                 log("%-10s %4dx%-4d %-14s %s  %s" % (name, W, H, s, "ok  " if ok else "FAIL", msg))
     return fails

@@ -42,13 +42,14 @@ def test_constant_image_is_fixed_point(name):
 
 
 def test_unsharp_constant_image():
-    # apps/unsharp's 7-tap Gaussian is truncated and not normalized (sum 0.9826),
-    # so a constant image comes out scaled by 2 - sum
+    # apps/unsharp's 7-tap Gaussian is truncated and not normalized (taps sum to
+    # 0.9826, the y-then-x blur to its square), so a constant image comes out
+    # scaled by 2 - sum^2
     k = [np.exp(-i * i / 4.5) / (np.sqrt(2 * np.pi) * 1.5) for i in range(4)]
     ksum = k[0] + 2 * sum(k[1:])
     assert 0.98 < ksum < 0.99
     img = np.full((3, 23, 37), 0.375)
-    assert np.allclose(R.unsharp(img), (2 - ksum) * img, rtol=0, atol=1e-12)
+    assert np.allclose(R.unsharp(img), (2 - ksum ** 2) * img, rtol=0, atol=1e-12)
 
 
 def test_harris_constant_image_is_zero():

@@ -41,7 +41,6 @@ tile with the halo they need), mullapudi2016 / adams2019 / li2018.
   HL_NUM_THREADS=2 /usr/bin/python3 halide_stencils.py time --bench heat2d --T 64 --sched manual
   /usr/bin/python3 halide_stencils.py dump --bench heat3d --shape 19,23,17 --T 5 --prefix /tmp/h3
 """
-import argparse
 import os
 import sys
 
@@ -189,9 +188,7 @@ def _ints(s):
 
 def main(argv=None):
     C.warn_quiet()
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("mode", choices=["time", "dump", "list"])
-    ap.add_argument("--bench", choices=list(STENCILS))
+    ap = C.make_parser(__doc__, STENCILS)
     ap.add_argument("--n", type=int, default=None, help="grid extent in every dimension")
     ap.add_argument("--shape", default=None, help="grid extents x,y[,z] (overrides --n)")
     ap.add_argument("--T", type=int, default=None, help="time steps (default per stencil)")
@@ -199,8 +196,6 @@ def main(argv=None):
                     help="boundary form (default: group for manual, clamp otherwise)")
     ap.add_argument("--group", type=int, default=None, help="manual: steps per overlapped tile")
     ap.add_argument("--tile", default=None, help="manual: tile extents x,y[,z] (0 = whole extent)")
-    ap.add_argument("--prefix", default=None, help="dump: write PREFIX_in.npy, PREFIX_out.npy")
-    C.add_common_args(ap)
     a = ap.parse_args(argv)
     if a.mode == "list":
         print(" ".join(STENCILS))
@@ -217,12 +212,7 @@ def main(argv=None):
                interior_points=_prod(n - 2 for n in b.in_shape))
     if a.sched == "manual":
         rec.update(group=b.info["group"], tile=b.info["tile"])
-    if a.mode == "time":
-        rc = C.cmd_time(b, a, rec, pad=b.info["pad"])
-        return rc
-    if not a.prefix:
-        ap.error("dump needs --prefix")
-    return C.cmd_dump(b, a, a.prefix, rec, pad=b.info["pad"])
+    return C.run_command(ap, a, b, rec, pad=b.info["pad"])
 
 
 def _prod(it):

@@ -107,12 +107,9 @@ def verify(benches, scheds, forms=("clamp", "group", "ghost"), machine=None, log
             ref = run(name, u0, T)
             for form in forms:
                 for s in scheds:
-                    try:
-                        b = HS.build(name, shape, T, form, group, [t or None for t in tile])
-                        out = C.run_once(b, s, u0, machine, pad=b.info["pad"])
-                        ok, msg = compare(name, out, u0, T, ref)
-                    except Exception as e:  # report and go on with the others
-                        ok, msg = False, "FAILED %s" % repr(e)[:300]
+                    ok, msg = C.checked_run(
+                        lambda: HS.build(name, shape, T, form, group, [t or None for t in tile]),
+                        s, u0, machine, lambda out: compare(name, out, u0, T, ref))
                     fails += not ok
                     log("%-8s %-12s T=%-3d %-5s %-14s %s  %s" % (
                         name, "x".join(map(str, shape)), T, form, s, "ok  " if ok else "FAIL", msg))
