@@ -44,8 +44,45 @@ static void compute_box(const ps_iter_plan *pl, int a, const ps_it_box *bx, cons
     }
     const int64_t x0 = bx->a[xd], x1 = bx->b[xd];
     if (x0 >= x1) return;
-    int wraps = dst->wrap[xd] != 0;
-    for (int k = 0; k < nt; k++) wraps |= src[U->taps[k].array].wrap[xd] != 0;
+    int wraps = dst->wrap[xd] != 0, any_wrap = 0, same_str = 1;
+    for (int d = 0; d < nd; d++) any_wrap |= dst->wrap[d] != 0;
+    for (int k = 0; k < nt; k++) {
+        const it_view *sv = &src[U->taps[k].array];
+        wraps |= sv->wrap[xd] != 0;
+        for (int d = 0; d < nd; d++) {
+            any_wrap |= sv->wrap[d] != 0;
+            same_str &= sv->str[d] == src[U->taps[0].array].str[d];
+        }
+    }
+    if (!any_wrap && same_str) {
+        /* No seam anywhere: each tap's row start is a fixed offset from the
+         * row's, so a row costs one addition per tap. */
+        const it_view *s0 = &src[U->taps[0].array];
+        for (int k = 0; k < nt; k++) {
+            const ps_it_tap *tp = &U->taps[k];
+            const it_view *sv = &src[tp->array];
+            int64_t off = x0 + tp->off[xd] - sv->org[xd];
+            for (int d = 0; d < xd; d++) off += (tp->off[d] - sv->org[d]) * sv->str[d];
+            rowb[k] = sv->base + off;
+        }
+        int64_t doff = x0 - dst->org[xd];
+        for (int d = 0; d < xd; d++) doff -= dst->org[d] * dst->str[d];
+        for (;;) {
+            int64_t rs = 0, rd = doff;
+            for (int d = 0; d < xd; d++) {
+                rs += c[d] * s0->str[d];
+                rd += c[d] * dst->str[d];
+            }
+            for (int k = 0; k < nt; k++) ptr[k] = rowb[k] + rs;
+            pl->k->sum_disjoint(dst->base + rd, x1 - x0, ptr, U->w, nt, U->constant);
+            int d = xd - 1;
+            for (; d >= 0; d--) {
+                if (++c[d] < bx->b[d]) break;
+                c[d] = bx->a[d];
+            }
+            if (d < 0) return;
+        }
+    }
     for (;;) {
         for (int k = 0; k < nt; k++) {
             const ps_it_tap *tp = &U->taps[k];
@@ -105,20 +142,24 @@ static void global_views(const ps_iter_plan *pl, float *const (*g)[2], int which
     }
 }
 
-/* Interval of dimension d of overlap task k at band step t: the tile's
+/* Interval of dimension d of an overlap task at band step t: the tile's
  * trapezoid (ps_it_ov_range), except along a periodic untiled dimension
- * carrying the skewed chain, whose ring is cut at an upright face moving
- * right by the split slope: [s t, n + s t) (unwrapped), so the chain's
- * first tile reads nothing its last one has still to compute. */
-static void task_range(const ps_iter_plan *pl, int d, int64_t k, int64_t t, int64_t tau, int64_t *a, int64_t *b)
+ * that carries the chain of skewed tiles: its ring is cut at an upright
+ * face moving right by the split slope, [s t, n + s t) (unwrapped), so the
+ * chain's first tile reads nothing its last one has still to compute. */
+static int ring_cut(const ps_iter_plan *pl, int d, int64_t t, int64_t *a, int64_t *b)
 {
     const ps_it_dim *D = &pl->dim[d];
-    if (d == pl->skew_dim && D->kind == PS_ITD_FULL && D->periodic) {
-        *a = pl->skew_hs * t;
-        *b = D->n + pl->skew_hs * t;
-        return;
-    }
-    ps_it_ov_range(D, k, t, tau, a, b);
+    if (d != pl->skew_dim || D->kind != PS_ITD_FULL || !D->periodic) return 0;
+    *a = pl->skew_hs * t;
+    *b = D->n + pl->skew_hs * t;
+    return 1;
+}
+
+static void task_range(const ps_iter_plan *pl, int d, int64_t k, int64_t t, int64_t tau, int64_t *a, int64_t *b)
+{
+    if (pl->dim[d].kind == PS_ITD_FULL && ring_cut(pl, d, t, a, b)) return;
+    ps_it_ov_range(&pl->dim[d], k, t, tau, a, b);
 }
 
 /* Copies the boundary cells (fixed boundaries) of a scratch region from the
@@ -162,24 +203,91 @@ static void copy_boundary(const ps_iter_plan *pl, const it_view *gv, it_view (*s
     }
 }
 
+/* One task: its box at each step of the band and where each step reads
+ * and writes. */
+typedef struct task {
+    const ps_iter_plan *pl;
+    int split;              /* a split component (else an overlapped tile, or one tile of its chain) */
+    int mask;               /* split: inverted along the dimensions set */
+    int64_t k[PS_IT_MAX_DIMS];
+    int64_t tau;
+    int64_t m, n_chain, c0; /* overlap: tile m of the chain along skew_dim, cuts at c0 + i W - s t */
+    const it_view *gin, *gout;                 /* overlap: the band's input and output */
+    const it_view (*sv)[PS_ITER_MAX_ARRAYS];   /* overlap: scratch, by parity */
+    const it_view (*gv)[PS_ITER_MAX_ARRAYS];   /* split: the grid buffers */
+    int cur;                /* split: buffer of the band's input */
+} task;
+
+static void task_box(const task *tk, int64_t t, ps_it_box *bx)
+{
+    const ps_iter_plan *pl = tk->pl;
+    for (int d = 0; d < pl->nd; d++) {
+        const ps_it_dim *D = &pl->dim[d];
+        if (!tk->split) task_range(pl, d, tk->k[d], t, tk->tau, &bx->a[d], &bx->b[d]);
+        else if (D->kind == PS_ITD_SPLIT && (tk->mask >> d) & 1) ps_it_inv_range(D, tk->k[d], t, &bx->a[d], &bx->b[d]);
+        else ps_it_up_range(D, tk->k[d], t, &bx->a[d], &bx->b[d]);
+    }
+    const int j = pl->skew_dim;
+    if (!tk->split && j >= 0) {
+        int64_t lo = tk->c0 + tk->m * pl->skew_w - pl->skew_s * t, hi = lo + pl->skew_w;
+        if (tk->m > 0 && lo > bx->a[j]) bx->a[j] = lo;
+        if (tk->m + 1 < tk->n_chain && hi < bx->b[j]) bx->b[j] = hi;
+    }
+}
+
+static void task_views(const task *tk, int64_t t, const it_view **src, const it_view **dst)
+{
+    if (tk->split) {
+        *src = tk->gv[(tk->cur + t - 1) & 1];
+        *dst = tk->gv[(tk->cur + t) & 1];
+    } else {
+        *src = t == 1 ? tk->gin : tk->sv[(t - 1) & 1];
+        *dst = t == tk->tau ? tk->gout : tk->sv[t & 1];
+    }
+}
+
+/* Runs (or counts) the task's boxes, step after step. */
+static void task_run(const task *tk, double *count)
+{
+    const ps_iter_plan *pl = tk->pl;
+    const int nd = pl->nd, na = pl->n_arrays;
+    for (int64_t t = 1; t <= tk->tau; t++) {
+        ps_it_box bx;
+        task_box(tk, t, &bx);
+        if (count) {
+            *count += box_volume(&bx, nd) * na;
+            continue;
+        }
+        const it_view *src, *dst;
+        task_views(tk, t, &src, &dst);
+        for (int a = 0; a < na; a++) compute_box(pl, a, &bx, src, &dst[a]);
+    }
+}
+
 /* One overlapped tile (OVERLAP, HYBRID; STEP is the case tau = 1): its
  * trapezoid step by step from the band's input (grid buffer cur), the
  * intermediate steps in the thread's scratch, the last step's owned cells
  * into the other grid buffer. HYBRID runs the trapezoid as a chain of
  * skewed tiles along skew_dim, each through all tau steps. */
-static void run_ov_task(const ps_iter_plan *pl, float *const (*g)[2], int cur, int64_t tau, int64_t task, float *scr,
+static void run_ov_task(const ps_iter_plan *pl, float *const (*g)[2], int cur, int64_t tau, int64_t task_no, float *scr,
                         double *count)
 {
     const int nd = pl->nd, na = pl->n_arrays;
-    int64_t k[PS_IT_MAX_DIMS] = {0, 0, 0};
+    task tk;
+    memset(&tk, 0, sizeof tk);
+    tk.pl = pl;
+    tk.tau = tau;
     for (int d = nd - 1; d >= 0; d--) {
-        k[d] = task % pl->dim[d].ntiles;
-        task /= pl->dim[d].ntiles;
+        tk.k[d] = task_no % pl->dim[d].ntiles;
+        task_no /= pl->dim[d].ntiles;
     }
     it_view gin[PS_ITER_MAX_ARRAYS], gout[PS_ITER_MAX_ARRAYS], sv[2][PS_ITER_MAX_ARRAYS];
     if (!count) {
         global_views(pl, g, cur, gin);
         global_views(pl, g, cur ^ 1, gout);
+        tk.gin = gin;
+        tk.gout = gout;
+        tk.sv = (const it_view(*)[PS_ITER_MAX_ARRAYS])sv;
     }
     if (tau >= 2 && !count) {
         int64_t org[PS_IT_MAX_DIMS], ext[PS_IT_MAX_DIMS], str[PS_IT_MAX_DIMS];
@@ -190,14 +298,14 @@ static void run_ov_task(const ps_iter_plan *pl, float *const (*g)[2], int cur, i
                 ext[d] = D->n;
             } else {
                 int64_t a, b;
-                ps_it_ov_range(D, k[d], 0, tau, &a, &b);
+                ps_it_ov_range(D, tk.k[d], 0, tau, &a, &b);
                 /* With fixed boundaries the region also holds the
                  * boundary cells the steps read: constants, which no
                  * dependence accounts for, up to the radius beyond the
                  * trapezoid. */
                 if (!D->periodic) {
-                    a = ps_it_bound(D, k[d]) - tau * D->el - pl->radius[d];
-                    b = ps_it_bound(D, k[d] + 1) + tau * D->er + pl->radius[d];
+                    a = ps_it_bound(D, tk.k[d]) - tau * D->el - pl->radius[d];
+                    b = ps_it_bound(D, tk.k[d] + 1) + tau * D->er + pl->radius[d];
                     if (a < 0) a = 0;
                     if (b > D->n) b = D->n;
                 }
@@ -225,67 +333,44 @@ static void run_ov_task(const ps_iter_plan *pl, float *const (*g)[2], int cur, i
     /* The chain along skew_dim: cuts at c_m - s t, c_m = A1 + m W + s, so
      * at step 1 the tiles are W wide from the trapezoid's start A1. */
     const int j = pl->skew_dim;
-    int64_t n_chain = 1, c0 = 0;
+    tk.n_chain = 1;
     if (j >= 0) {
         int64_t a1, b1;
-        task_range(pl, j, k[j], 1, tau, &a1, &b1);
-        n_chain = b1 > a1 ? (b1 - a1 + pl->skew_w - 1) / pl->skew_w : 1;
-        c0 = a1 + pl->skew_s;
+        task_range(pl, j, tk.k[j], 1, tau, &a1, &b1);
+        tk.n_chain = b1 > a1 ? (b1 - a1 + pl->skew_w - 1) / pl->skew_w : 1;
+        tk.c0 = a1 + pl->skew_s;
     }
-    for (int64_t m = 0; m < n_chain; m++)
-        for (int64_t t = 1; t <= tau; t++) {
-            ps_it_box bx;
-            for (int d = 0; d < nd; d++) task_range(pl, d, k[d], t, tau, &bx.a[d], &bx.b[d]);
-            if (j >= 0) {
-                if (m > 0 && c0 + m * pl->skew_w - pl->skew_s * t > bx.a[j]) bx.a[j] = c0 + m * pl->skew_w - pl->skew_s * t;
-                if (m + 1 < n_chain && c0 + (m + 1) * pl->skew_w - pl->skew_s * t < bx.b[j])
-                    bx.b[j] = c0 + (m + 1) * pl->skew_w - pl->skew_s * t;
-            }
-            if (count) {
-                *count += box_volume(&bx, nd) * na;
-                continue;
-            }
-            const it_view *src = t == 1 ? gin : sv[(t - 1) & 1];
-            const it_view *dst = t == tau ? gout : sv[t & 1];
-            for (int a = 0; a < na; a++) compute_box(pl, a, &bx, src, &dst[a]);
-        }
+    for (tk.m = 0; tk.m < tk.n_chain; tk.m++) task_run(&tk, count);
 }
 
-/* One split component: task number `task` of phase p; all tau steps in
+/* One split component: task number `task_no` of phase p; all tau steps in
  * place in the two grid buffers (step t in buffer (cur + t) mod 2). */
 static void run_split_task(const ps_iter_plan *pl, float *const (*g)[2], int cur, int64_t tau, const ps_it_phase *ph,
-                           int64_t task, double *count)
+                           int64_t task_no, double *count)
 {
-    const int nd = pl->nd, na = pl->n_arrays;
+    const int nd = pl->nd;
+    task tk;
+    memset(&tk, 0, sizeof tk);
+    tk.pl = pl;
+    tk.split = 1;
+    tk.tau = tau;
+    tk.cur = cur;
     int q = 0;
-    while (q + 1 < ph->n_masks && task >= ph->count[q]) task -= ph->count[q++];
-    const int mask = ph->mask[q];
-    int64_t k[PS_IT_MAX_DIMS] = {0, 0, 0};
+    while (q + 1 < ph->n_masks && task_no >= ph->count[q]) task_no -= ph->count[q++];
+    tk.mask = ph->mask[q];
     for (int d = nd - 1; d >= 0; d--) {
         const ps_it_dim *D = &pl->dim[d];
-        int64_t nk = D->kind != PS_ITD_SPLIT ? 1 : (mask >> d) & 1 ? ps_it_n_inverted(D) : D->ntiles;
-        k[d] = task % nk;
-        task /= nk;
+        int64_t nk = D->kind != PS_ITD_SPLIT ? 1 : (tk.mask >> d) & 1 ? ps_it_n_inverted(D) : D->ntiles;
+        tk.k[d] = task_no % nk;
+        task_no /= nk;
     }
     it_view v[2][PS_ITER_MAX_ARRAYS];
     if (!count) {
         global_views(pl, g, 0, v[0]);
         global_views(pl, g, 1, v[1]);
+        tk.gv = (const it_view(*)[PS_ITER_MAX_ARRAYS])v;
     }
-    for (int64_t t = 1; t <= tau; t++) {
-        ps_it_box bx;
-        for (int d = 0; d < nd; d++) {
-            const ps_it_dim *D = &pl->dim[d];
-            if (D->kind == PS_ITD_SPLIT && (mask >> d) & 1) ps_it_inv_range(D, k[d], t, &bx.a[d], &bx.b[d]);
-            else ps_it_up_range(D, k[d], t, &bx.a[d], &bx.b[d]);
-        }
-        if (count) {
-            *count += box_volume(&bx, nd) * na;
-            continue;
-        }
-        const it_view *src = v[(cur + t - 1) & 1], *dst = v[(cur + t) & 1];
-        for (int a = 0; a < na; a++) compute_box(pl, a, &bx, src, &dst[a]);
-    }
+    task_run(&tk, count);
 }
 
 void ps_iter_run_band(const ps_iter_plan *pl, float *const (*g)[2], int cur, int64_t tau, float *scratch, double *count)

@@ -76,10 +76,13 @@ typedef struct ps_row_kernels {
     void (*stream_fence)(void);
     /* sum with step 1 for an out row that overlaps no src row (the
      * iterated-stencil executor's double buffers): the same operations per
-     * element as sum, so the same values, but rows of 16 or more points
-     * have no scalar remainder (one last vector ends at n, rewriting up to
-     * 15 values) and the vectors after the first store to aligned
-     * addresses (the first one is written again in part). */
+     * element as sum, so the same values, without a scalar remainder: the
+     * stores are aligned after a head vector that ends at the first
+     * aligned address, and a last vector ends at n. With AVX-512 head and
+     * last vector are masked (each value stored once: a load spanning two
+     * overlapping stores of a row just written waits for both to retire);
+     * elsewhere they are whole vectors at 0 and n - 16 that rewrite up to 15
+     * values (rows of fewer than 16 points run sum's scalar loop). */
     void (*sum_disjoint)(float *restrict out, int64_t n, const float *const *src, const float *w, int n_taps,
                          float init);
 } ps_row_kernels;

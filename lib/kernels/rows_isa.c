@@ -88,16 +88,37 @@ static inline void sum_vec(float *out, int64_t i, const float *const *src, const
     st(out + i, a);
 }
 
+#if defined(__AVX512F__)
+/* Lanes [0, m) of one vector of sum at out + i: masked loads and store, so
+ * nothing past them is read or written. */
+static inline void sum_vec_masked(float *out, int64_t i, const float *const *src, const float *w, int n_taps, float init,
+                                  __mmask16 m)
+{
+    v16 a = splat(init);
+    for (int t = 0; t < n_taps; t++) a += splat(w[t]) * (v16)_mm512_maskz_loadu_ps(m, src[t] + i);
+    _mm512_mask_storeu_ps(out + i, m, (__m512)a);
+}
+#endif
+
 static void sum_disjoint_rows(float *restrict out, int64_t n, const float *const *src, const float *w, int n_taps,
                               float init)
 {
+    int64_t i = 16 - (int64_t)(((uintptr_t)out / sizeof *out) & 15);
+#if defined(__AVX512F__)
+    /* Masked head up to the first aligned store, masked tail: no value is
+     * stored twice (a load spanning two overlapping stores of a row just
+     * written would wait for both to retire). */
+    if (i == 16) i = 0;
+    if (i > n) i = n;
+    if (i) sum_vec_masked(out, 0, src, w, n_taps, init, (__mmask16)((1u << i) - 1));
+#else
     if (n < 16) {
         sum_rows(out, n, src, w, n_taps, 1, init);
         return;
     }
     /* the first vector, then from the first aligned store on */
     sum_vec(out, 0, src, w, n_taps, init);
-    int64_t i = 16 - (int64_t)(((uintptr_t)out / sizeof *out) & 15);
+#endif
     /* Eight independent chains of FMAs: a chain of n_taps dependent
      * multiply-adds (4 cycles each) per vector, so four chains leave the FMA
      * pipes idle half the time on short stencils. */
@@ -140,7 +161,11 @@ static void sum_disjoint_rows(float *restrict out, int64_t n, const float *const
         st(out + i + 48, a3);
     }
     for (; i + 16 <= n; i += 16) sum_vec(out, i, src, w, n_taps, init);
+#if defined(__AVX512F__)
+    if (i < n) sum_vec_masked(out, i, src, w, n_taps, init, (__mmask16)((1u << (n - i)) - 1));
+#else
     if (i < n) sum_vec(out, n - 16, src, w, n_taps, init);
+#endif
 }
 
 /* ------------------------------------------------------------- max/min */
