@@ -174,7 +174,17 @@ ps_status ps_iter_plan_create(ps_context *ctx, const ps_iter *it, const ps_iter_
         fprintf(stderr, "polysci_verbose,iter_create,%dD,%s,band %lld,tile", pl->nd, tiling_name(pl->tiling), (long long)pl->band);
         for (int d = 0; d < pl->nd; d++) fprintf(stderr, "%s%lld", d ? "x" : " ", (long long)pl->dim[d].tile);
         fprintf(stderr, ",%.3f\n", pl->plan_ms);
-        fprintf(stderr, "polysci_verbose,iter_choice,%s", pl->why);
+        /* one line per tiling considered */
+        for (const char *l = pl->why; l && *l;) {
+            const char *e = strchr(l, '\n');
+            int len = e ? (int)(e - l) : (int)strlen(l);
+            while (len > 0 && *l == ' ') {
+                l++;
+                len--;
+            }
+            fprintf(stderr, "polysci_verbose,iter_candidate,%.*s\n", len, l);
+            l = e ? e + 1 : l + len;
+        }
     }
     *out = pl;
     return PS_SUCCESS;
