@@ -80,12 +80,25 @@ static void sum_rows(float *restrict out, int64_t n, const float *const *src, co
     }
 }
 
-/* One vector of sum at out + i. */
+/* nv vectors of sum at out + i (nv a constant where it is inlined, so the
+ * accumulators stay in registers): nv independent chains of n_taps
+ * dependent multiply-adds. */
+static inline __attribute__((always_inline)) void sum_block(float *out, int64_t i, const float *const *src, const float *w,
+                                                            int n_taps, float init, const int nv)
+{
+    v16 acc[8];
+    for (int v = 0; v < nv; v++) acc[v] = splat(init);
+    for (int t = 0; t < n_taps; t++) {
+        const float *s = src[t] + i;
+        v16 wt = splat(w[t]);
+        for (int v = 0; v < nv; v++) acc[v] += wt * ld(s + 16 * v);
+    }
+    for (int v = 0; v < nv; v++) st(out + i + 16 * v, acc[v]);
+}
+
 static inline void sum_vec(float *out, int64_t i, const float *const *src, const float *w, int n_taps, float init)
 {
-    v16 a = splat(init);
-    for (int t = 0; t < n_taps; t++) a += splat(w[t]) * ld(src[t] + i);
-    st(out + i, a);
+    sum_block(out, i, src, w, n_taps, init, 1);
 }
 
 #if defined(__AVX512F__)
@@ -119,47 +132,11 @@ static void sum_disjoint_rows(float *restrict out, int64_t n, const float *const
     /* the first vector, then from the first aligned store on */
     sum_vec(out, 0, src, w, n_taps, init);
 #endif
-    /* Eight independent chains of FMAs: a chain of n_taps dependent
-     * multiply-adds (4 cycles each) per vector, so four chains leave the FMA
-     * pipes idle half the time on short stencils. */
-    for (; i + 128 <= n; i += 128) {
-        v16 a0 = splat(init), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-        for (int t = 0; t < n_taps; t++) {
-            const float *s = src[t] + i;
-            v16 wt = splat(w[t]);
-            a0 += wt * ld(s);
-            a1 += wt * ld(s + 16);
-            a2 += wt * ld(s + 32);
-            a3 += wt * ld(s + 48);
-            a4 += wt * ld(s + 64);
-            a5 += wt * ld(s + 80);
-            a6 += wt * ld(s + 96);
-            a7 += wt * ld(s + 112);
-        }
-        st(out + i, a0);
-        st(out + i + 16, a1);
-        st(out + i + 32, a2);
-        st(out + i + 48, a3);
-        st(out + i + 64, a4);
-        st(out + i + 80, a5);
-        st(out + i + 96, a6);
-        st(out + i + 112, a7);
-    }
-    for (; i + 64 <= n; i += 64) {
-        v16 a0 = splat(init), a1 = a0, a2 = a0, a3 = a0;
-        for (int t = 0; t < n_taps; t++) {
-            const float *s = src[t] + i;
-            v16 wt = splat(w[t]);
-            a0 += wt * ld(s);
-            a1 += wt * ld(s + 16);
-            a2 += wt * ld(s + 32);
-            a3 += wt * ld(s + 48);
-        }
-        st(out + i, a0);
-        st(out + i + 16, a1);
-        st(out + i + 32, a2);
-        st(out + i + 48, a3);
-    }
+    /* Eight independent chains of FMAs, then four: a chain of n_taps
+     * dependent multiply-adds (4 cycles each) per vector, so fewer chains
+     * leave the FMA pipes idle on short stencils. */
+    for (; i + 128 <= n; i += 128) sum_block(out, i, src, w, n_taps, init, 8);
+    for (; i + 64 <= n; i += 64) sum_block(out, i, src, w, n_taps, init, 4);
     for (; i + 16 <= n; i += 16) sum_vec(out, i, src, w, n_taps, init);
 #if defined(__AVX512F__)
     if (i < n) sum_vec_masked(out, i, src, w, n_taps, init, (__mmask16)((1u << (n - i)) - 1));

@@ -3,33 +3,12 @@
  * values bit for bit on rows of every length and alignment, and each
  * tiling of the benchmark stencils (both boundaries) is bitwise equal to
  * the step-by-step run with the same table. */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "kernels/kernels.h"
 #include "plan/context_impl.h"
-#include "polysci/polysci.h"
+#include "test_util.h"
 
-static int failures, checks;
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        checks++;                                                              \
-        if (!(cond)) {                                                         \
-            failures++;                                                        \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);               \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fputc('\n', stderr);                                               \
-        }                                                                      \
-    } while (0)
-
-static uint64_t state = 42;
-static float frand(void)
-{
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((state >> 40) & 0xffffff) / 16777216.0f - 0.5f;
-}
+static tu_rng rng = {42};
+static float frand(void) { return 0.5f * tu_uniform(&rng); }
 
 static void test_rows(const ps_row_kernels *k)
 {
@@ -45,7 +24,7 @@ static void test_rows(const ps_row_kernels *k)
             for (int t = 0; t < 5; t++) p[t] = src[t] + t + 1;
             k->sum(out1 + shift, n, p, w, 5, 1, 0.125f);
             k->sum_disjoint(out2 + shift, n, p, w, 5, 0.125f);
-            CHECK(!memcmp(out1 + shift, out2 + shift, (size_t)n * sizeof(float)), "%s: sum_disjoint differs from sum, n %d, shift %d",
+            TU_CHECK(!memcmp(out1 + shift, out2 + shift, (size_t)n * sizeof(float)), "%s: sum_disjoint differs from sum, n %d, shift %d",
                   k->isa, n, shift);
         }
 }
@@ -58,7 +37,7 @@ static void test_tilings(ps_context *ctx)
         for (int b = 0; b < 2; b++) {
             ps_iter *it = NULL;
             if (ps_iter_create_example((ps_iter_example)e, sizes[e], (ps_iter_boundary)b, steps[e], &it)) {
-                CHECK(0, "example %d: %s", e, ps_last_error_message());
+                TU_CHECK(0, "example %d: %s", e, ps_last_error_message());
                 continue;
             }
             size_t n = (size_t)(sizes[e][0] * sizes[e][1] * sizes[e][2]);
@@ -73,9 +52,9 @@ static void test_tilings(ps_context *ctx)
                 memcpy(dst, init, n * sizeof *dst);
                 ps_status st = ps_iter_plan_create(ctx, it, &o, &p);
                 if (!st) st = ps_iter_execute(p, &dst, NULL);
-                CHECK(!st, "example %d tiling %d: %s", e, t, ps_last_error_message());
+                TU_CHECK(!st, "example %d tiling %d: %s", e, t, ps_last_error_message());
                 if (!st && t != PS_ITER_TILING_STEP)
-                    CHECK(!memcmp(ref, res, n * sizeof *res), "lanes %d, example %d, boundary %d: tiling %d differs from step by step",
+                    TU_CHECK(!memcmp(ref, res, n * sizeof *res), "lanes %d, example %d, boundary %d: tiling %d differs from step by step",
                           ctx->machine.simd_f32_lanes, e, b, t);
                 ps_iter_plan_destroy(p);
             }
@@ -105,6 +84,5 @@ int main(void)
         printf("%s kernels checked\n", k->isa);
     }
     ps_context_destroy(ctx);
-    printf("test_iter_kernels: %d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    return tu_finish("test_iter_kernels");
 }
