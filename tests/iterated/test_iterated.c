@@ -345,6 +345,46 @@ static void test_counts(ps_context *ctx)
     }
 }
 
+/* One plan executed from several threads at once on distinct arrays (each
+ * execute's own parallel region nested in the caller's): every result
+ * equals a lone run's. */
+static void test_concurrent(ps_context *ctx)
+{
+    int64_t n[2] = {70, 90};
+    ps_iter *it = NULL;
+    ps_iter_plan *p = NULL;
+    ps_iter_options o;
+    ps_iter_options_init(&o);
+    o.tiling = PS_ITER_TILING_OVERLAP;
+    o.band = 4;
+    TU_OK(ps_iter_create_example(PS_ITER_JACOBI2D, n, PS_ITER_PERIODIC, 9, &it));
+    TU_OK(ps_iter_plan_create(ctx, it, &o, &p));
+    if (!p) {
+        ps_iter_destroy(it);
+        return;
+    }
+    enum { RUNS = 4 };
+    size_t npts = (size_t)(n[0] * n[1]);
+    float *init = malloc(npts * sizeof *init), *alone = malloc(npts * sizeof *alone), *out[RUNS] = {0};
+    cli_stencil_fill(it, &init, 3);
+    memcpy(alone, init, npts * sizeof *alone);
+    TU_OK(ps_iter_execute(p, &alone, NULL));
+    for (int r = 0; r < RUNS; r++)
+        if ((out[r] = malloc(npts * sizeof(float)))) memcpy(out[r], init, npts * sizeof(float));
+    ps_status st[RUNS];
+#pragma omp parallel for num_threads(RUNS) schedule(static, 1)
+    for (int r = 0; r < RUNS; r++) st[r] = out[r] ? ps_iter_execute(p, &out[r], NULL) : PS_ERR_OUT_OF_MEMORY;
+    for (int r = 0; r < RUNS; r++) {
+        TU_CHECK(st[r] == PS_SUCCESS, "concurrent run %d: %s", r, ps_status_str(st[r]));
+        TU_CHECK(out[r] && !memcmp(out[r], alone, npts * sizeof(float)), "concurrent run %d differs from a lone run", r);
+    }
+    for (int r = 0; r < RUNS; r++) free(out[r]);
+    free(init);
+    free(alone);
+    ps_iter_plan_destroy(p);
+    ps_iter_destroy(it);
+}
+
 static void test_errors(ps_context *ctx)
 {
     ps_iter *it = NULL;
@@ -447,6 +487,7 @@ int main(void)
     double t0 = cli_now_ms();
     test_errors(ctx);
     test_counts(ctx);
+    test_concurrent(ctx);
     test_examples(ctx);
     test_random(ctx, n);
     ps_context_destroy(ctx);
