@@ -401,7 +401,7 @@ static ps_status analyse(isl_ctx *ictx, const ps_iter *it, ps_it_deps *d, sbuf *
     for (int k = 0; k < d->n_dist; k++)
         for (int i = 0; i < nd; i++) rmax = abs(d->dist[k][1 + i]) > rmax ? abs(d->dist[k][1 + i]) : rmax;
 
-    sb_printf(tx, "dependences (isl dataflow, time as an array dimension): %d distance vector%s (t", d->n_dist,
+    sb_printf(tx, "dependences (isl: the reads composed with the inverse writes, time an array dimension): %d distance vector%s (t", d->n_dist,
               d->n_dist == 1 ? "" : "s");
     for (int i = 0; i < nd; i++) sb_printf(tx, ", i%d", i);
     sb_printf(tx, "):");
