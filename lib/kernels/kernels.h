@@ -74,6 +74,17 @@ typedef struct ps_row_kernels {
     void (*stream_copy)(float *restrict dst, const float *restrict src, int64_t n);
     /* Orders this thread's streamed stores before what follows (a barrier). */
     void (*stream_fence)(void);
+    /* sum with step 1 for an out row that overlaps no src row (the
+     * iterated-stencil executor's double buffers): the same operations per
+     * element as sum, so the same values, without a scalar remainder: the
+     * stores are aligned after a head vector that ends at the first
+     * aligned address, and a last vector ends at n. With AVX-512 head and
+     * last vector are masked (each value stored once: a load spanning two
+     * overlapping stores of a row just written waits for both to retire);
+     * elsewhere they are whole vectors at 0 and n - 16 that rewrite up to 15
+     * values (rows of fewer than 16 points run sum's scalar loop). */
+    void (*sum_disjoint)(float *restrict out, int64_t n, const float *const *src, const float *w, int n_taps,
+                         float init);
 } ps_row_kernels;
 
 extern const ps_row_kernels ps_row_kernels_avx512;

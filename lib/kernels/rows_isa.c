@@ -104,6 +104,71 @@ static void sum_rows(float *restrict out, int64_t n, const float *const *src, co
     }
 }
 
+/* nv vectors of sum at out + i (nv a constant where it is inlined, so the
+ * accumulators stay in registers): nv independent chains of n_taps
+ * dependent multiply-adds. */
+static inline __attribute__((always_inline)) void sum_block(float *out, int64_t i, const float *const *src, const float *w,
+                                                            int n_taps, float init, const int nv)
+{
+    v16 acc[8];
+    for (int v = 0; v < nv; v++) acc[v] = splat(init);
+    for (int t = 0; t < n_taps; t++) {
+        const float *s = src[t] + i;
+        v16 wt = splat(w[t]);
+        for (int v = 0; v < nv; v++) acc[v] += wt * ld(s + 16 * v);
+    }
+    for (int v = 0; v < nv; v++) st(out + i + 16 * v, acc[v]);
+}
+
+static inline void sum_vec(float *out, int64_t i, const float *const *src, const float *w, int n_taps, float init)
+{
+    sum_block(out, i, src, w, n_taps, init, 1);
+}
+
+#if defined(__AVX512F__)
+/* Lanes [0, m) of one vector of sum at out + i: masked loads and store, so
+ * nothing past them is read or written. */
+static inline void sum_vec_masked(float *out, int64_t i, const float *const *src, const float *w, int n_taps, float init,
+                                  __mmask16 m)
+{
+    v16 a = splat(init);
+    for (int t = 0; t < n_taps; t++) a += splat(w[t]) * (v16)_mm512_maskz_loadu_ps(m, src[t] + i);
+    _mm512_mask_storeu_ps(out + i, m, (__m512)a);
+}
+#endif
+
+static void sum_disjoint_rows(float *restrict out, int64_t n, const float *const *src, const float *w, int n_taps,
+                              float init)
+{
+    int64_t i = 16 - (int64_t)(((uintptr_t)out / sizeof *out) & 15);
+#if defined(__AVX512F__)
+    /* Masked head up to the first aligned store, masked tail: no value is
+     * stored twice (a load spanning two overlapping stores of a row just
+     * written would wait for both to retire). */
+    if (i == 16) i = 0;
+    if (i > n) i = n;
+    if (i) sum_vec_masked(out, 0, src, w, n_taps, init, (__mmask16)((1u << i) - 1));
+#else
+    if (n < 16) {
+        sum_rows(out, n, src, w, n_taps, 1, init);
+        return;
+    }
+    /* the first vector, then from the first aligned store on */
+    sum_vec(out, 0, src, w, n_taps, init);
+#endif
+    /* Eight independent chains of FMAs, then four: a chain of n_taps
+     * dependent multiply-adds (4 cycles each) per vector, so fewer chains
+     * leave the FMA pipes idle on short stencils. */
+    for (; i + 128 <= n; i += 128) sum_block(out, i, src, w, n_taps, init, 8);
+    for (; i + 64 <= n; i += 64) sum_block(out, i, src, w, n_taps, init, 4);
+    for (; i + 16 <= n; i += 16) sum_vec(out, i, src, w, n_taps, init);
+#if defined(__AVX512F__)
+    if (i < n) sum_vec_masked(out, i, src, w, n_taps, init, (__mmask16)((1u << (n - i)) - 1));
+#else
+    if (i < n) sum_vec(out, n - 16, src, w, n_taps, init);
+#endif
+}
+
 /* ------------------------------------------------------------- max/min */
 
 static inline v16 vmax(v16 a, v16 b)
@@ -438,4 +503,5 @@ const ps_row_kernels PS_KERNEL_TABLE = {
     .down2_average = down2_average,
     .stream_copy = stream_copy,
     .stream_fence = stream_fence,
+    .sum_disjoint = sum_disjoint_rows,
 };
