@@ -40,8 +40,9 @@ static void sum_rows(float *restrict out, int64_t n, const float *const *src, co
     if (step == 1) {
         /* Eight vectors per pass: each weight is broadcast once for 128
          * outputs, and eight independent FMA chains cover the FMA latency
-         * (4 cycles) at two FMAs per cycle. */
-        for (; i + 128 <= n; i += 128) {
+         * (4 cycles) at two FMAs per cycle. Only with 32 vector registers
+         * (AVX-512): with 16 the accumulators would spill. */
+        for (; PS_KERNEL_VECTOR_FLOATS >= 16 && i + 128 <= n; i += 128) {
             v16 a0 = splat(init), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
             for (int t = 0; t < n_taps; t++) {
                 const float *s = src[t] + i;
