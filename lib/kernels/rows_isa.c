@@ -359,15 +359,83 @@ static void binary(ps_expr_op op, float *restrict d, const float *restrict a, in
     }
 }
 
+/* The fused operations (kernels.h): every operand a row. */
+static void fused(const ps_vop *op, float *restrict d, const float *restrict a, const float *restrict b,
+                  const float *restrict c, const float *restrict e, int64_t n)
+{
+    switch (op->op) {
+    case PS_VOP_FMA:
+        for (int64_t i = 0; i < n; i++) d[i] = a[i] * b[i] + c[i];
+        break;
+    case PS_VOP_FMS:
+        for (int64_t i = 0; i < n; i++) d[i] = a[i] * b[i] - c[i];
+        break;
+    case PS_VOP_FNMA:
+        for (int64_t i = 0; i < n; i++) d[i] = c[i] - a[i] * b[i];
+        break;
+    case PS_VOP_MAM:
+        for (int64_t i = 0; i < n; i++) d[i] = a[i] * b[i] + c[i] * e[i];
+        break;
+    case PS_VOP_MSM:
+        for (int64_t i = 0; i < n; i++) d[i] = a[i] * b[i] - c[i] * e[i];
+        break;
+    case PS_VOP_ABSDIFF:
+        for (int64_t i = 0; i < n; i++) d[i] = fabsf(a[i] - b[i]);
+        break;
+    case PS_VOP_SELCMP:
+        switch (op->cmp) {
+        case PS_EXPR_LT:
+            for (int64_t i = 0; i < n; i++) d[i] = a[i] < b[i] ? c[i] : e[i];
+            break;
+        case PS_EXPR_LE:
+            for (int64_t i = 0; i < n; i++) d[i] = a[i] <= b[i] ? c[i] : e[i];
+            break;
+        case PS_EXPR_GT:
+            for (int64_t i = 0; i < n; i++) d[i] = a[i] > b[i] ? c[i] : e[i];
+            break;
+        case PS_EXPR_GE:
+            for (int64_t i = 0; i < n; i++) d[i] = a[i] >= b[i] ? c[i] : e[i];
+            break;
+        case PS_EXPR_EQ:
+            for (int64_t i = 0; i < n; i++) d[i] = a[i] == b[i] ? c[i] : e[i];
+            break;
+        default:
+            for (int64_t i = 0; i < n; i++) d[i] = a[i] != b[i] ? c[i] : e[i];
+            break;
+        }
+        break;
+    default: break;
+    }
+}
+
 static void run_vprog(const ps_vprog *prog, float *restrict out, const float *const *in, int64_t n, float *regs)
 {
     float konst[3][PS_VCHUNK];
+    /* constant registers of the fused operations, once per call */
+    int64_t first = n < PS_VCHUNK ? n : PS_VCHUNK;
+    for (int c = 0; c < prog->n_consts; c++) {
+        float *r = regs + (int64_t)prog->const_reg[c] * PS_VCHUNK, v = prog->const_val[c];
+        for (int64_t i = 0; i < first; i++) r[i] = v;
+    }
     for (int64_t i0 = 0; i0 < n; i0 += PS_VCHUNK) {
         int64_t len = n - i0 < PS_VCHUNK ? n - i0 : PS_VCHUNK;
         for (int o = 0; o < prog->n_ops; o++) {
             const ps_vop *op = &prog->ops[o];
+            float *dd = op->dst == PS_VOP_OUT ? out + i0 : regs + (int64_t)op->dst * PS_VCHUNK;
+            if (op->op >= PS_VOP_FMA) {
+                const float *p[4];
+                for (int j = 0; j < 4; j++) {
+                    int a = op->a[j];
+                    p[j] = PS_VOP_IS_INPUT(a) ? in[PS_VOP_INPUT_INDEX(a)] + i0
+                           : a >= 0           ? regs + (int64_t)a * PS_VCHUNK
+                                              : NULL;
+                }
+                fused(op, dd, p[0], p[1], p[2], p[3], len);
+                continue;
+            }
             const float *arg[3];
             int isk[3] = {0, 0, 0};
+            (void)dd;
             int arity = op->op == PS_EXPR_SELECT || op->op == PS_EXPR_CLAMP ? 3 : op->op >= PS_EXPR_ADD ? 2 : op->op >= PS_EXPR_NEG ? 1 : 0;
             for (int j = 0; j < (arity ? arity : 1); j++) {
                 int a = op->a[j];
