@@ -22,7 +22,7 @@ static void usage(FILE *f, const cli_opt *opts, size_t n)
 int cmd_pipeline(int argc, char **argv)
 {
     static const char cmd[] = "pipeline";
-    int64_t height = 2832, width = 4256, images = 1, threads = 0, reps = 5, tile_h = 0, tile_w = 0, limit = 0;
+    int64_t height = 2832, width = 4256, images = 1, threads = 0, reps = 5, tile_h = 0, tile_w = 0, limit = 0, chunk = 0;
     const char *fusion = "dp";
     int describe = 0, check = 0, json = 0, no_inline = 0;
     cli_opt opts[] = {
@@ -32,6 +32,7 @@ int cmd_pipeline(int argc, char **argv)
         {"fusion", CLI_OPT_STRING, &fusion, 0, 0, "F  dp (default), greedy or none", 0},
         {"tile-h", CLI_OPT_INT, &tile_h, 0, 1 << 24, "T  force tiles of T rows (with --tile-w)", 0},
         {"tile-w", CLI_OPT_INT, &tile_w, 0, 1 << 24, "T  force tiles of T columns (with --tile-h)", 0},
+        {"chunk-w", CLI_OPT_INT, &chunk, 0, 1 << 24, "C  force bands to run in chunks of C columns", 0},
         {"group-limit", CLI_OPT_INT, &limit, 0, 4096, "L  first group-size bound of the bounded DP (0 = automatic)", 0},
         {"no-inline", CLI_OPT_FLAG, &no_inline, 0, 0, "keep pointwise stages as stages of their own", 0},
         {"threads", CLI_OPT_INT, &threads, 0, 4096, "T  threads (default: the context's)", 0},
@@ -77,6 +78,7 @@ int cmd_pipeline(int argc, char **argv)
     go.tile_h = tile_h;
     go.tile_w = tile_w;
     go.group_limit = (int)limit;
+    go.chunk_w = chunk;
     go.flags = no_inline ? PS_GRAPH_NO_INLINE : 0;
     double t0 = cli_now_ms();
     if (!st) st = ps_graph_plan_create(ctx, g, &go, &plan);

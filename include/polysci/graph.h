@@ -193,6 +193,9 @@ typedef struct ps_graph_options {
     /* > 0: every group's tiles are tile_h x tile_w pixels of its output
      * (rounded up to what its scaled stages need); 0: the tile-size model. */
     int64_t tile_h, tile_w;
+    /* > 0: inside a tile, bands of rows run in chunks of this many columns
+     * (of the group's output); 0: the model's. */
+    int64_t chunk_w;
     /* PS_FUSION_FIXED: group_of[t] is the group of tensor t (any int; stages
      * with the same value form one group; entries of inputs are ignored);
      * n_group_of = ps_graph_num_tensors. */

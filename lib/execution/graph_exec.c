@@ -303,6 +303,46 @@ int ps_band_targets(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B,
     return more;
 }
 
+int ps_chunk_targets(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B, int64_t tj, int64_t c,
+                     const int64_t *done, const int64_t *hi, const int64_t *xdone, int64_t *hx)
+{
+    int more = 0;
+    for (int k = g->n - 1; k >= 0; k--) {
+        const ps_gx_member *m = &g->mem[k];
+        int64_t end = B[k].x0 + B[k].w, t = B[k].x0;
+        if (hi[k] <= done[k]) {
+            hx[k] = xdone[k];
+            continue;
+        }
+        if (m->live_out) {
+            ps_box own = ps_member_own(m, 0, tj);
+            int64_t o0 = own.x0 > B[k].x0 ? own.x0 : B[k].x0, o1 = own.x0 + own.w < end ? own.x0 + own.w : end;
+            if (o1 > o0) {
+                int64_t e = o0 + (c + 1) * (m->own_w * g->chunk / g->tx);
+                if (e >= o1) e = o1;
+                else more = 1;
+                if (e > t) t = e;
+            }
+        }
+        for (int i = 0; i < m->n_reads; i++) {
+            int q = m->read_by[i];
+            if (hi[q] <= done[q] || hx[q] <= B[q].x0) continue;
+            ps_box blk = {done[q], B[q].x0, hi[q] - done[q], hx[q] - B[q].x0};
+            ps_box r = ps_input_region(p, g->mem[q].stage, m->read_as[i], &blk);
+            if (!ps_box_empty(&r) && r.x0 + r.w > t) t = r.x0 + r.w;
+        }
+        if (t > end) t = end;
+        if (t < xdone[k]) t = xdone[k];
+        hx[k] = t;
+    }
+    /* The band's last chunk completes every row it started: later bands
+     * read these rows as whole rows. */
+    if (!more)
+        for (int k = 0; k < g->n; k++)
+            if (hi[k] > done[k]) hx[k] = B[k].x0 + B[k].w;
+    return more;
+}
+
 int64_t ps_band_low(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B, int64_t ti, int k, const int64_t *done,
                     const int64_t *hi)
 {
@@ -323,60 +363,55 @@ int64_t ps_band_low(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B,
     return low;
 }
 
-/* One tile: band after band (seed 002's multi-level tiling: the tile is an
- * overlapped tile across cores, its bands run in order inside it), each
- * member computing only the rows the band adds, into a ring of rows that
- * keeps what its consumers still read. No row is computed twice within a
- * tile; only the tile's halo is recomputed by its neighbours. */
+/* One tile: its kind's program of steps (graph_exec.h), each a block of
+ * one member's rows and columns computed into its ring of rows (or straight
+ * into memory); live-outs copy their own part out as it is completed. No
+ * row is computed twice within a tile; only the tile's halo is recomputed
+ * by its neighbours. */
 static void run_tile(const ps_graph_plan *pl, const ps_gx_group *g, int64_t n, int64_t ti, int64_t tj,
-                     const float *const *inputs, float *const *outputs, float *ws, thread_bufs *tb, ps_box *boxes,
-                     int64_t *done, int64_t *hi)
+                     const float *const *inputs, float *const *outputs, float *ws, thread_bufs *tb, ps_box *boxes)
 {
     const ps_pipeline *p = &pl->pipe;
     int64_t cell = (ti - g->ti0) * g->gx + (tj - g->tj0);
     int bt = g->btile[cell];
-    for (int k = 0; k < g->n; k++) {
+    for (int k = 0; k < g->n; k++)
         boxes[k] = bt < 0 ? ps_region_at(&g->mem[k].form, ti, tj) : g->bbox[(size_t)bt * g->n + k];
-        done[k] = boxes[k].y0;
-    }
+    int kind = g->kind_of[cell];
+    const ps_gx_step *step = g->steps + g->kind_first[kind], *end = step + g->kind_len[kind];
     view in[PS_POINTWISE_MAX_INPUTS];
-    for (int64_t b = 0, more = 1; more; b++) {
-        more = ps_band_targets(p, g, boxes, ti, b, done, hi);
-        for (int k = 0; k < g->n; k++) {
-            const ps_gx_member *m = &g->mem[k];
-            const ps_box *B = &boxes[k];
-            if (hi[k] <= done[k]) continue;
-            const ps_pstage *S = &p->st[m->stage];
-            for (int j = 0; j < S->n_in; j++) {
-                int mk = m->in_member[j];
-                in[j] = mk >= 0 ? scratch_view(pl, &g->mem[mk], &boxes[mk], tb->area)
-                                : memory_view(pl, S->in[j], n, inputs, outputs, ws, 0, tb->zeros);
+    for (; step < end; step++) {
+        int k = step->k;
+        const ps_gx_member *m = &g->mem[k];
+        const ps_box *B = &boxes[k];
+        const ps_pstage *S = &p->st[m->stage];
+        for (int j = 0; j < S->n_in; j++) {
+            int mk = m->in_member[j];
+            in[j] = mk >= 0 ? scratch_view(pl, &g->mem[mk], &boxes[mk], tb->area)
+                            : memory_view(pl, S->in[j], n, inputs, outputs, ws, 0, tb->zeros);
+        }
+        view out;
+        int to_output = S->output_index >= 0, to_ws = pl->xs[m->stage].ws_off != SIZE_MAX;
+        if (m->direct) {
+            out = memory_view(pl, m->stage, n, inputs, outputs, ws, to_output, tb->zeros);
+            out.stream = m->stream ? pl->k : NULL;
+        } else {
+            out = scratch_view(pl, m, B, tb->area);
+        }
+        ps_box blk = {B->y0 + step->y0, B->x0 + step->x0, step->h, step->w};
+        compute_stage(pl, m->stage, &blk, in, &out, tb);
+        if (m->live_out && !m->direct) {
+            ps_box own = ps_member_own(m, ti, tj);
+            own = ps_box_intersect(&own, &blk);
+            if (to_ws) {
+                ps_box r = ps_box_intersect(&own, &S->need);
+                view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 0, tb->zeros);
+                if (!ps_box_empty(&r)) copy_out(S, &out, &to, &r);
             }
-            view out;
-            int to_output = S->output_index >= 0, to_ws = pl->xs[m->stage].ws_off != SIZE_MAX;
-            if (m->direct) {
-                out = memory_view(pl, m->stage, n, inputs, outputs, ws, to_output, tb->zeros);
-                out.stream = m->stream ? pl->k : NULL;
-            } else {
-                out = scratch_view(pl, m, B, tb->area);
+            if (to_output) {
+                ps_box r = ps_box_intersect(&own, &S->out_region);
+                view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 1, tb->zeros);
+                if (!ps_box_empty(&r)) copy_out(S, &out, &to, &r);
             }
-            ps_box rows = {done[k], B->x0, hi[k] - done[k], B->w};
-            compute_stage(pl, m->stage, &rows, in, &out, tb);
-            if (m->live_out && !m->direct) {
-                ps_box own = ps_member_own(m, ti, tj);
-                own = ps_box_intersect(&own, &rows);
-                if (to_ws) {
-                    ps_box r = ps_box_intersect(&own, &S->need);
-                    view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 0, tb->zeros);
-                    if (!ps_box_empty(&r)) copy_out(S, &out, &to, &r);
-                }
-                if (to_output) {
-                    ps_box r = ps_box_intersect(&own, &S->out_region);
-                    view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 1, tb->zeros);
-                    if (!ps_box_empty(&r)) copy_out(S, &out, &to, &r);
-                }
-            }
-            done[k] = hi[k];
         }
     }
 }
@@ -407,14 +442,13 @@ void ps_graph_run(const ps_graph_plan *pl, const float *const *inputs, float *co
         tb.zeros = area + off;
         off += pl->zero_floats;
         ps_box *boxes = (ps_box *)(void *)(area + off);
-        int64_t *done = (int64_t *)(void *)(boxes + pl->max_members), *hi = done + pl->max_members;
         for (int gi = 0; gi < pl->n_groups; gi++) {
             const ps_gx_group *g = &pl->groups[gi];
             int64_t per_image = g->gy * g->gx, total = per_image * g->images;
 #pragma omp for schedule(dynamic, 1)
             for (int64_t id = 0; id < total; id++) {
                 int64_t n = id / per_image, r = id % per_image;
-                run_tile(pl, g, n, g->ti0 + r / g->gx, g->tj0 + r % g->gx, inputs, outputs, workspace, &tb, boxes, done, hi);
+                run_tile(pl, g, n, g->ti0 + r / g->gx, g->tj0 + r % g->gx, inputs, outputs, workspace, &tb, boxes);
             }
             /* before the barrier that ends the loop: the next group reads
              * what this one streamed */

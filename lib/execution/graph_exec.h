@@ -50,7 +50,27 @@ typedef struct ps_gx_group {
     ps_group_eval ev;
     double computed_pts, needed_pts;
     char *why;             /* why it was formed and kept apart from its consumers' groups */
+    /* The tile programs. Tiles whose regions are the same up to a shift
+     * (one kind for the interior, a few at the edges) run the same
+     * sequence of steps: bands of rows, each band in chunks of columns
+     * skewed member by member (seed 002's multi-level tiling: overlapped
+     * tiles across cores, parallelogram tiles inside). Fixed at plan time. */
+    int64_t chunk;         /* reference columns per chunk of a band */
+    int n_kinds;
+    int *kind_of;          /* gy x gx: the tile's kind */
+    size_t *kind_first;    /* its first step */
+    size_t *kind_len;      /* and their number */
+    struct ps_gx_step *steps;
+    size_t n_steps;
 } ps_gx_group;
+
+/* One step of a tile program: member k computes the rows and columns of
+ * this box, offset from the member's region in the tile (whose corner
+ * shifts with the tile; the box's shape does not). */
+typedef struct ps_gx_step {
+    int32_t k;
+    int32_t y0, h, x0, w;
+} ps_gx_step;
 
 /* Per-stage executor facts. */
 typedef struct ps_gx_stage {
@@ -94,6 +114,12 @@ static inline ps_box ps_member_own(const ps_gx_member *m, int64_t ti, int64_t tj
 
 int ps_band_targets(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B, int64_t ti, int64_t b,
                     const int64_t *done, int64_t *hi);
+/* The columns each member must have computed, of its rows [done[k], hi[k])
+ * of the band, after chunk c: hx[k], like ps_band_targets along x. xdone:
+ * columns of those rows computed so far. Returns 0 after the band's last
+ * chunk. */
+int ps_chunk_targets(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B, int64_t tj, int64_t c,
+                     const int64_t *done, const int64_t *hi, const int64_t *xdone, int64_t *hx);
 /* The lowest row of member k that the band's computation reads (its
  * consumers' new rows and its own copy-out), for ring sizing. */
 int64_t ps_band_low(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B, int64_t ti, int k, const int64_t *done,

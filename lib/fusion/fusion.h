@@ -46,6 +46,7 @@ typedef struct ps_group_eval {
     char why[192];
     double cost;
     int64_t ty, tx;       /* reference tile */
+    int64_t chunk;        /* reference columns per chunk of a band (tx: whole rows) */
     int level;            /* cache level the tile sizes were chosen for (1, 2; 0 = forced) */
     double terms[4];      /* t1 bytes/point, t2 cores busy (0..1), t3 relative overlap, t4 extent spread */
     double overlap;       /* redundant points / needed points per interior tile */

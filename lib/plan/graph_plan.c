@@ -46,6 +46,10 @@ void ps_graph_plan_destroy(ps_graph_plan *pl)
         free(pl->groups[g].btile);
         free(pl->groups[g].bbox);
         free(pl->groups[g].why);
+        free(pl->groups[g].kind_of);
+        free(pl->groups[g].kind_first);
+        free(pl->groups[g].kind_len);
+        free(pl->groups[g].steps);
     }
     free(pl->groups);
     if (pl->xs)
@@ -77,6 +81,8 @@ static ps_status check_options(const ps_graph *g, const ps_graph_options *o)
             return ps_error(PS_ERR_INVALID_ARG, "%s: n_group_of is %d, the graph has %d tensors", who, o->n_group_of, g->n);
     }
     if (o->group_limit < 0) return ps_error(PS_ERR_INVALID_ARG, "%s: group_limit %d is negative", who, o->group_limit);
+    if (o->chunk_w < 0 || o->chunk_w > (1 << 24))
+        return ps_error(PS_ERR_INVALID_ARG, "%s: chunk_w %lld out of range (0..2^24)", who, (long long)o->chunk_w);
     if (o->flags & ~PS_GRAPH_NO_INLINE) return ps_error(PS_ERR_INVALID_ARG, "%s: unknown flags 0x%x", who, o->flags);
     if (g->n_outputs < 1) return ps_error(PS_ERR_INVALID_ARG, "%s: the graph has no output (ps_graph_mark_output)", who);
     return PS_SUCCESS;
@@ -130,65 +136,86 @@ static int box_eq(const ps_box *a, const ps_box *b)
     return a->y0 == b->y0 && a->x0 == b->x0 && a->h == b->h && a->w == b->w;
 }
 
-/* Ring sizes: the band schedule run (without computing) over one interior
- * tile and every boundary tile; a member's ring holds the widest window of
- * its rows that one band reads. maxh[k]: its tallest region (the ring never
- * needs more). Members written in place to memory need no ring. */
-static ps_status size_rings(ps_graph_plan *pl, ps_gx_group *G, const int64_t *maxh)
+static ps_status add_step(ps_gx_group *G, size_t *cap, int k, const ps_box *blk, const ps_box *B)
+{
+    if (G->n_steps == *cap) {
+        size_t c = *cap ? 2 * *cap : 256;
+        ps_gx_step *t = realloc(G->steps, c * sizeof *t);
+        if (!t) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+        G->steps = t;
+        *cap = c;
+    }
+    G->steps[G->n_steps++] = (ps_gx_step){k, (int32_t)(blk->y0 - B->y0), (int32_t)blk->h, (int32_t)(blk->x0 - B->x0),
+                                          (int32_t)blk->w};
+    return PS_SUCCESS;
+}
+
+/* The tile programs (graph_exec.h) and the rings: for one tile of each
+ * kind (regions equal up to the tile's shift), the bands and their chunks
+ * are laid out as steps; a member's ring holds the widest window of its
+ * rows one band reads. maxh[k]: its tallest region (the ring never needs
+ * more). */
+static ps_status build_programs(ps_graph_plan *pl, ps_gx_group *G, const int64_t *maxh)
 {
     const ps_pipeline *p = &pl->pipe;
     int n = G->n;
-    ps_box *B = malloc((size_t)n * sizeof *B);
+    int64_t n_cells = G->gy * G->gx;
+    ps_box *B = malloc((size_t)n * sizeof *B), *kinds = malloc((size_t)n_cells * (size_t)n * sizeof *kinds);
     int64_t *done = malloc((size_t)n * sizeof *done), *hi = malloc((size_t)n * sizeof *hi);
+    int64_t *xdone = malloc((size_t)n * sizeof *xdone), *hx = malloc((size_t)n * sizeof *hx);
     int64_t *ring = calloc((size_t)n, sizeof *ring);
-    if (!B || !done || !hi || !ring) {
-        free(B);
-        free(done);
-        free(hi);
-        free(ring);
-        return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
-    }
-    /* Tiles whose regions are the same up to the tile's own shift run the
-     * same bands: one of each kind is simulated. */
-    int64_t n_cells = G->gy * G->gx, n_kinds = 0;
-    ps_box *kinds = malloc((size_t)n_cells * (size_t)n * sizeof *kinds);
-    if (!kinds) {
-        free(B);
-        free(done);
-        free(hi);
-        free(ring);
-        return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
-    }
-    for (int64_t cell = 0; cell < n_cells; cell++) {
+    G->kind_of = malloc((size_t)n_cells * sizeof *G->kind_of);
+    G->kind_first = malloc((size_t)n_cells * sizeof *G->kind_first);
+    G->kind_len = malloc((size_t)n_cells * sizeof *G->kind_len);
+    ps_status st = PS_SUCCESS;
+    size_t cap = 0;
+    if (!B || !kinds || !done || !hi || !xdone || !hx || !ring || !G->kind_of || !G->kind_first || !G->kind_len)
+        st = ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    for (int64_t cell = 0; cell < n_cells && !st; cell++) {
         int bt = G->btile[cell];
         int64_t ti = G->ti0 + cell / G->gx, tj = G->tj0 + cell % G->gx;
-        ps_box *sig = kinds + (size_t)n_kinds * n;
+        ps_box *sig = kinds + (size_t)G->n_kinds * n;
         for (int k = 0; k < n; k++) {
             B[k] = bt < 0 ? ps_region_at(&G->mem[k].form, ti, tj) : G->bbox[(size_t)bt * n + k];
             done[k] = B[k].y0;
             ps_box own = ps_member_own(&G->mem[k], ti, tj);
             sig[k] = (ps_box){B[k].y0 - own.y0, B[k].x0 - own.x0, B[k].h, B[k].w};
         }
-        int64_t same = 0;
-        while (same < n_kinds && memcmp(kinds + (size_t)same * n, sig, (size_t)n * sizeof *sig)) same++;
-        if (same < n_kinds) continue;
-        n_kinds++;
-        for (int64_t b = 0, more = 1; more; b++) {
+        int same = 0;
+        while (same < G->n_kinds && memcmp(kinds + (size_t)same * n, sig, (size_t)n * sizeof *sig)) same++;
+        G->kind_of[cell] = same;
+        if (same < G->n_kinds) continue;
+        G->kind_first[G->n_kinds] = G->n_steps;
+        G->n_kinds++;
+        for (int64_t b = 0, more = 1; more && !st; b++) {
             more = ps_band_targets(p, G, B, ti, b, done, hi);
             for (int k = 0; k < n; k++) {
                 int64_t w = hi[k] - ps_band_low(p, G, B, ti, k, done, hi);
                 if (w > ring[k]) ring[k] = w;
+                xdone[k] = B[k].x0;
+            }
+            for (int64_t c = 0, more_x = 1; more_x && !st; c++) {
+                more_x = ps_chunk_targets(p, G, B, tj, c, done, hi, xdone, hx);
+                for (int k = 0; k < n && !st; k++) {
+                    if (hi[k] <= done[k] || hx[k] <= xdone[k]) continue;
+                    ps_box blk = {done[k], xdone[k], hi[k] - done[k], hx[k] - xdone[k]};
+                    st = add_step(G, &cap, k, &blk, &B[k]);
+                    xdone[k] = hx[k];
+                }
             }
             memcpy(done, hi, (size_t)n * sizeof *done);
         }
+        G->kind_len[G->n_kinds - 1] = G->n_steps - G->kind_first[G->n_kinds - 1];
     }
-    for (int k = 0; k < n; k++) G->mem[k].scr_h = ring[k] < 1 ? 1 : ring[k] > maxh[k] ? maxh[k] : ring[k];
+    for (int k = 0; k < n && !st; k++) G->mem[k].scr_h = ring[k] < 1 ? 1 : ring[k] > maxh[k] ? maxh[k] : ring[k];
     free(kinds);
     free(B);
     free(done);
     free(hi);
+    free(xdone);
+    free(hx);
     free(ring);
-    return PS_SUCCESS;
+    return st;
 }
 
 /* Builds group gi from its members: regions, tile grid, boundary table,
@@ -230,6 +257,11 @@ static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *
     G->ty = G->ev.ty;
     G->tx = G->ev.tx;
     G->band = geom.align_y;
+    /* chunks cover whole pixels of every member, like tiles */
+    G->chunk = pl->opts.chunk_w > 0 ? (pl->opts.chunk_w + geom.align_x - 1) / geom.align_x * geom.align_x
+               : G->ev.chunk > 0    ? G->ev.chunk
+                                    : G->tx;
+    if (G->chunk > G->tx) G->chunk = G->tx;
     G->images = p->st[geom.m[0]].n;
     /* The tile grid starts at the live-outs' first needed pixel (in the
      * reference's coordinates, down to a multiple of the alignment so every
@@ -332,7 +364,7 @@ static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *
         if (G->computed_pts < 0) G->computed_pts = 0;
         G->mem[k].scr_rs = (int64_t)round16((size_t)G->mem[k].max_w);
     }
-    if (!st) st = size_rings(pl, G, maxh);
+    if (!st) st = build_programs(pl, G, maxh);
     free(forms);
     free(box);
     free(maxh);
@@ -467,7 +499,7 @@ static ps_status layout(ps_graph_plan *pl)
     pl->temp_floats = round16(temp);
     pl->regs_floats = round16(regs);
     pl->zero_floats = round16(zeros);
-    pl->boxes_floats = round16((size_t)pl->max_members * (sizeof(ps_box) + 2 * sizeof(int64_t)) / sizeof(float));
+    pl->boxes_floats = round16((size_t)pl->max_members * sizeof(ps_box) / sizeof(float));
     pl->thread_floats = round16(scratch_max) + pl->staging_floats + 2 * pl->temp_floats + pl->regs_floats +
                         pl->zero_floats + pl->boxes_floats;
     double bytes = ((double)round16(pl->ws_tensor_floats) + (double)pl->nthreads * (double)pl->thread_floats) * 4.0;

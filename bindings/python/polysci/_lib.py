@@ -257,7 +257,7 @@ class GraphOptionsC(ctypes.Structure):
         ("struct_size", ctypes.c_size_t),
         ("num_threads", ctypes.c_int),
         ("fusion", c_enum),
-        ("tile_h", ctypes.c_int64), ("tile_w", ctypes.c_int64),
+        ("tile_h", ctypes.c_int64), ("tile_w", ctypes.c_int64), ("chunk_w", ctypes.c_int64),
         ("group_of", ctypes.POINTER(ctypes.c_int)),
         ("n_group_of", ctypes.c_int),
         ("group_limit", ctypes.c_int),
