@@ -461,6 +461,8 @@ if fill:
         b = body(os.path.join(out, f"{part}.md"), 1) if part in parts else None
         if b:
             fill_block(perf, part, gen + b.replace("](", "](perf/"))
+            table = [l for l in b.splitlines() if l.startswith("|") or l.startswith("geomean")]
+            fill_block(readme, part, gen + "\n".join(table) + f"\n\nDetails: [docs/perf/{part}.md](docs/perf/{part}.md).\n")
 
 print("wrote:")
 for f in sorted(os.listdir(out)):
