@@ -23,7 +23,7 @@
 # --out DIR      where to write (default docs/perf, the committed results; with --quick a new folder
 #                under /tmp). Writing into docs/perf also fills the generated blocks of README.md and
 #                docs/performance.md (between `<!-- report.sh:NAME begin -->` and `... end -->`) unless
-#                --no-fill.
+#                --no-fill; --fill fills them from any DIR.
 # --quick        tiny rounds and sizes (one batch size, one small GEMM, small images and grids, one round):
 #                a few seconds to a minute per part, to test this script, not to measure. The calibration
 #                profile then goes into DIR (XDG_CACHE_HOME), not into the machine's cache.
@@ -36,7 +36,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" || exit 1
 P="${POLYSCI:-build/tools/polysci}"
 PY="${PYTHON:-/usr/bin/python3}"
-OUT="" QUICK=0 THREADS=2 RECAL=0 FILL=1
+OUT="" QUICK=0 THREADS=2 RECAL=0 FILL=1   # FILL 0: never, 1: when writing docs/perf, 2: always
 SETS="resnet50 fastrcnn mobilenet alexnet overfeat vgga"
 NS=""
 DO_LAYERS=0 DO_PIPELINES=0 DO_STENCILS=0
@@ -54,6 +54,7 @@ while [ $# -gt 0 ]; do
     --threads) THREADS=${2:?--threads needs a number}; shift ;;
     --recalibrate) RECAL=1 ;;
     --no-fill) FILL=0 ;;
+    --fill) FILL=2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "report.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -74,7 +75,7 @@ fi
 mkdir -p "$OUT/csv" || exit 1
 OUT=$(cd "$OUT" && pwd)
 case "$OUT" in "$ROOT"/*) OUT_REL=${OUT#"$ROOT"/} ;; *) OUT_REL=$OUT ;; esac
-if [ "$OUT" != "$ROOT/docs/perf" ]; then FILL=0; fi
+[ $FILL = 1 ] && [ "$OUT" != "$ROOT/docs/perf" ] && FILL=0
 if [ $QUICK = 1 ] && [ "$OUT" = "$ROOT/docs/perf" ]; then
   echo "report.sh: --quick results are not measurements; pass --out to a folder other than docs/perf" >&2; exit 2
 fi
@@ -130,6 +131,7 @@ run info_json "$P" info --calibrate --json && grep '^{' "$LOG/info_json.log" | t
 # --- layers ----------------------------------------------------------------------------------------------
 if [ $DO_LAYERS = 1 ]; then
   t0=$(now); echo "layers:"
+  rm -f "$OUT"/csv/*_N*.csv "$OUT/csv/gemm.csv"   # nothing stale survives a failed process
   if [ $QUICK = 1 ]; then
     timing=(--reps 1 --min-trial-ms 1 --warmup-ms 0 --plan-reps 1); gemm_only=(--only gemm_256)
   else
@@ -149,33 +151,31 @@ fi
 # --- pipelines -------------------------------------------------------------------------------------------
 if [ $DO_PIPELINES = 1 ]; then
   t0=$(now); echo "pipelines:"
+  rm -f "$OUT"/csv/pipelines.* "$OUT"/pipelines.*
   if [ $QUICK = 1 ]; then pq=(--width 320 --height 200 --rounds 1 --reps 2 --halide manual); else pq=(); fi
   run pipelines "$P" bench pipeline --threads "$THREADS" "${pq[@]}" \
-    --csv "$OUT/csv/pipelines.csv" --markdown "$LOG/pipelines_table.md" --png "$OUT/pipelines.png" \
-    && cp "$LOG/pipelines_table.md" "$OUT/.pipelines_table.md"
+    --csv "$OUT/csv/pipelines.csv" --markdown "$OUT/csv/pipelines.table.md" --png "$OUT/pipelines.png"
   took[pipelines]=$(( $(now) - t0 ))
 fi
 
 # --- stencils --------------------------------------------------------------------------------------------
 if [ $DO_STENCILS = 1 ]; then
   t0=$(now); echo "stencils:"
+  rm -f "$OUT"/csv/stencils.* "$OUT"/stencils.*
   if "$P" bench stencil --help > "$LOG/stencil_help.txt" 2>&1; then
     # Pass each output and quick option the stencil bench lists in its --help.
     has() { grep -q -- "$1" "$LOG/stencil_help.txt"; }
     sa=(--threads "$THREADS")
     has '--csv' && sa+=(--csv "$OUT/csv/stencils.csv")
-    has '--markdown' && sa+=(--markdown "$LOG/stencils_table.md")
+    has '--markdown' && sa+=(--markdown "$OUT/csv/stencils.table.md")
     has '--png' && sa+=(--png "$OUT/stencils.png")
     if [ $QUICK = 1 ]; then
       if has '--quick'; then sa+=(--quick); else has '--rounds' && sa+=(--rounds 1); has '--reps' && sa+=(--reps 1); fi
     fi
-    if run stencils "$P" bench stencil "${sa[@]}"; then
-      if [ -f "$LOG/stencils_table.md" ]; then cp "$LOG/stencils_table.md" "$OUT/.stencils_table.md"
-      else cp "$LOG/stencils.log" "$OUT/.stencils_table.md"; fi
-    fi
+    # Without --markdown, its printed table.
+    run stencils "$P" bench stencil "${sa[@]}" && ! has '--markdown' && cp "$LOG/stencils.log" "$OUT/csv/stencils.table.md"
   else
     echo "  skipped: this polysci has no 'bench stencil' ($(head -1 "$LOG/stencil_help.txt"))"
-    rm -f "$OUT/.stencils_table.md"
     parts=${parts/ stencils/}
   fi
   took[stencils]=$(( $(now) - t0 ))
@@ -198,7 +198,7 @@ import csv, datetime, json, math, os, platform, re, shutil, subprocess, sys
 
 (out, log, out_rel, quick, threads, sets, ns, parts, durations, versions, commit, load, fill,
  root) = sys.argv[1:]
-quick, threads, fill = quick == "1", int(threads), fill == "1"
+quick, threads, fill = quick == "1", int(threads), fill != "0"
 sets, ns, parts = sets.split(), [int(n) for n in ns.split()], parts.split()
 date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 commands = open(os.path.join(log, "commands.txt")).read().splitlines()
@@ -386,7 +386,6 @@ def wrap(part, title, what, table_file, png):
     if not os.path.exists(src):
         return None
     body = open(src).read()
-    os.remove(src)
     cmd = command_for(f"bench {part}").replace(out, out_rel).replace(log, "LOGDIR")
     doc = header(title, what) + "\n" + body.rstrip() + "\n\nReproduce: `" + cmd + "`\n"
     if os.path.exists(os.path.join(out, png)):
@@ -401,12 +400,12 @@ if "pipelines" in parts:
          "threads: polysci's DP-fused plan against its greedy and unfused plans and Halide 14's hand-written and "
          "autoscheduled schedules, every implementation its own process, alternating, medians over rounds. "
          "Floor: the input read and the output written once at the memory bandwidth of machine.md.",
-         ".pipelines_table.md", "pipelines.png")
+         "csv/pipelines.table.md", "pipelines.png")
 if "stencils" in parts:
     wrap("stencil", "Iterated stencils: polysci against Halide 14",
          f"The iterated-stencil benchmarks (docs/iterated.md, bench/stencil/README.md), {threads} threads: "
          "polysci's time-tiled plans against Halide 14's schedules.",
-         ".stencils_table.md", "stencils.png")
+         "csv/stencils.table.md", "stencils.png")
 
 info_txt = open(os.path.join(log, "info.txt")).read().rstrip()
 uname = platform.uname()
@@ -426,12 +425,15 @@ m += ["```", "\nAll of it: `bash bench/report.sh` (bench/README.md).\n"]
 open(os.path.join(out, "machine.md"), "w").write("\n".join(m))
 
 
-def body(path, shift):
-    """A page without its title and machine line, headings shifted down."""
+def body(path, shift, title):
+    """A page for inclusion: its title (if title) and sections, headings shifted down by shift;
+    the description (if not title) without the machine line (the including page names the machine)."""
     if not os.path.exists(path):
         return None
     lines = open(path).read().splitlines()
-    keep = [l for l in lines[1:] if not l.startswith("Machine: ")]
+    first = next((i for i, l in enumerate(lines) if l.startswith("## ")), len(lines))
+    keep = ([lines[0], ""] + lines[first:]) if title else \
+        [l for l in lines[1:] if not l.startswith("Machine: ")]
     return "\n".join(("#" * shift + l if l.startswith("#") else l) for l in keep).strip() + "\n"
 
 
@@ -447,22 +449,24 @@ def fill_block(path, name, text):
 
 if fill:
     readme, perf = os.path.join(root, "README.md"), os.path.join(root, "docs", "performance.md")
-    gen = "Generated by `bash bench/report.sh` on %s.\n\n" % date
+    gen = "Generated by `bash bench/report.sh` on %s.\n%s\n" % (date, QUICK_NOTE)
     if "layers" in parts:
         s = open(os.path.join(out, "summary.md")).read().splitlines()
         table = "\n".join(l.replace("](", "](docs/perf/") for l in s if l.startswith("|"))
         fill_block(readme, "summary", gen + f"Machine: {machine_line()}.\n\n" + table + "\n")
-        fill_block(perf, "layers", gen + "\n".join(body(os.path.join(out, f"{s}.md"), 1)
+        fill_block(perf, "layers", gen + "\n".join(body(os.path.join(out, f"{s}.md"), 2, True)
                                                   for s in sets + ["gemm"] if os.path.exists(os.path.join(out, f"{s}.md"))
                                                   ).replace("](", "](perf/"))
     fill_block(perf, "machine", gen + f"{machine_line()}. Commit {commit}; the full `polysci info` output and "
                "every command: [perf/machine.md](perf/machine.md).\n")
     for part in ("pipelines", "stencils"):
-        b = body(os.path.join(out, f"{part}.md"), 1) if part in parts else None
+        b = body(os.path.join(out, f"{part}.md"), 1, False) if part in parts else None
         if b:
             fill_block(perf, part, gen + b.replace("](", "](perf/"))
-            table = [l for l in b.splitlines() if l.startswith("|") or l.startswith("geomean")]
-            fill_block(readme, part, gen + "\n".join(table) + f"\n\nDetails: [docs/perf/{part}.md](docs/perf/{part}.md).\n")
+            table = [l for l in b.splitlines() if l.startswith("|")]
+            after = [l for l in b.splitlines() if l.startswith("geomean")]
+            fill_block(readme, part, gen + "\n".join(table) + "\n\n" + "\n".join(after + [""]) +
+                       f"\nDetails: [docs/perf/{part}.md](docs/perf/{part}.md).\n")
 
 print("wrote:")
 for f in sorted(os.listdir(out)):
