@@ -446,7 +446,7 @@ def body(path, shift, title):
     lines = open(path).read().splitlines()
     first = next((i for i, l in enumerate(lines) if l.startswith("## ")), len(lines))
     keep = ([lines[0], ""] + lines[first:]) if title else \
-        [l for l in lines[1:] if not l.startswith("Machine: ")]
+        [l for l in lines[1:] if not l.startswith("Machine: ") and not l.startswith("> **--quick")]
     return "\n".join(("#" * shift + l if l.startswith("#") else l) for l in keep).strip() + "\n"
 
 
