@@ -95,7 +95,11 @@ fi
 [ $RECAL = 1 ] && export PS_CALIBRATE=force
 
 # Full-run estimates on a quiet 2-core machine (machine.md records what each part really took).
-est_layers=$(( $(cat $(printf 'bench/layers/%s.txt ' $SETS) | grep -c '^[^#[:space:]]') * $(echo $NS | wc -w) * 5 + 90 ))
+n_layers=0
+for s in $SETS; do n_layers=$((n_layers + $(grep -c '^[^#[:space:]]' "bench/layers/$s.txt"))); done
+# ~5 s per layer and batch size at 11 trials (polysci, the default schedule and oneDNN, 20 ms each after
+# a 20 ms warm-up, plus checks and planning), ~90 s for the GEMMs.
+est_layers=$((n_layers * $(echo $NS | wc -w) * 5 + 90))
 est_pipelines=900 est_stencils=2400
 fmt_min() { printf '%d min' $(( ($1 + 59) / 60 )); }
 
