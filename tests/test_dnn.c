@@ -315,7 +315,7 @@ done:
  * schedule where it is slow (as fast as memory) and for one image. Checked
  * on shapes where the two differ (at least one per batch size must, so the
  * test cannot pass by coincidence; both depend on the machine's caches); for
- * GEMMs the static default stays the expert schedule (docs/performance.md). */
+ * GEMMs the static default stays the expert schedule (docs/expert-rules.md). */
 static void conv_default(ps_context *ctx, int64_t N, int l3_fast)
 {
     const ps_machine saved = ctx->machine;

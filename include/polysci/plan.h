@@ -33,7 +33,7 @@ typedef struct ps_plan ps_plan;
 
 /* How the planner orders the candidate schedules. */
 typedef enum ps_ranker {
-    PS_RANKER_DEFAULT = 0, /* the option that measured best (docs/performance.md): currently
+    PS_RANKER_DEFAULT = 0, /* the option that measured best (docs/expert-rules.md, "The default ranker"): currently
                               PS_RANKER_DNN for convolutions of N >= 2 images on machines
                               whose last-level cache is fast (several times memory's
                               bandwidth, like the machine its weights were trained on);

@@ -45,7 +45,7 @@ static inline int ps_conv_few_channels(const ps_conv_shape *s) { return s->C <= 
  * (VM, 2 threads; R*K/sh): merged wins on the first layers of ResNet-50,
  * AlexNet, OverFeat, Fast R-CNN, VGG-A (176-264) and loses on mobilenet_01
  * (3x3/2, K = 32: 48). The rule dates from an earlier form that copied the
- * taps side by side (copy cost ~ 1 / (R*K/sh)); docs/performance.md. */
+ * taps side by side (copy cost ~ 1 / (R*K/sh)); docs/expert-rules.md. */
 static inline int ps_conv_merges_taps(const ps_conv_shape *s)
 {
     return ps_conv_few_channels(s) && s->dw == 1 && s->R * s->K >= 128 * s->sh;
@@ -112,7 +112,7 @@ void ps_gemm_shape_of(const ps_gemm_desc *d, ps_gemm_shape *s);
  * ahead of the kernels cannot stay in cache until they read it: the pass
  * costs an operand a write and a re-read from memory, the panels one read.
  * Measured on 1024x1024x32768 (VM, 2 threads; 256 MB of operands, 32 MiB
- * L3) and on the Xeon VM's one-large-operand shapes: docs/performance.md. */
+ * L3) and on the Xeon VM's one-large-operand shapes: docs/expert-rules.md. */
 static inline int ps_gemm_panels_pay(const ps_gemm_shape *g, size_t llc_bytes, size_t panel_bytes)
 {
     const double a = (double)g->M * (double)g->K * sizeof(float), b = (double)g->K * (double)g->N * sizeof(float);

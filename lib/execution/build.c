@@ -165,7 +165,7 @@ static ps_status build_conv(ps_exec *e, const ps_problem *p, size_t stream_bytes
          * size): resnet_00 0.925-0.938 -> 0.947-0.961x oneDNN at N = 2,
          * vgga_01 0.834-0.845 -> 0.845-0.869; copying all columns ran
          * 1.3-5% faster than copying the edge blocks or edge strips only
-         * (prototypes, docs/performance.md). */
+         * (prototypes, timed with bench/ab.sh). */
     }
     /* The input copy each execution makes (padded, or subsampled for a
      * strided 1x1: ps_conv_shape), row by row: input rows, or output rows. */
@@ -323,7 +323,7 @@ static ps_status build_gemm(ps_exec *e, const ps_problem *p, size_t llc_bytes, s
  * down although no line is shared, as when a core's prefetcher pulls in the
  * line the other keeps rewriting (vgga_01, DNN plan, 2 threads, one process
  * per run: 1.47 / 2.09 / 2.10 ms with 64-byte regions, 1.01-1.06 ms a page
- * apart; every other set 0.3-4% faster, docs/performance.md). */
+ * apart; every other set 0.3-4% faster, bench/ab.sh). */
 #define THREAD_REGION_ALIGN ((size_t)4096)
 static size_t round_region(size_t b)
 {

@@ -1,7 +1,7 @@
 /* Internal: data-movement estimate of a schedule, per cache level.
  *
  * Eq. 1 of the paper weighs working-set *sizes*; measured on ResNet-50 its
- * ranking did not correlate with run time (docs/performance.md). This model
+ * ranking did not correlate with run time (docs/cost-model.md). This model
  * weighs *volumes*: for a cache of capacity Z, walk the loop nest from the
  * innermost loop outwards to the first loop whose whole footprint exceeds Z;
  * data its body touches is refetched on every iteration of that loop (and of
