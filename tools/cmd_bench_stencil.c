@@ -92,7 +92,8 @@ static void usage(FILE *f, const cli_opt *opts, size_t n)
                "that rotates per round. Reports medians over rounds, GFLOP/s, the fraction of the compute\n"
                "bound and the memory bound of step-by-step execution. A stencil NAME:T overrides its T.\n"
                "--sweep times the overlapped and split tilings over forced tile sizes along the first\n"
-               "--sweep-dims dimensions (the others untiled) with the redundant work of each plan.\n\noptions:\n");
+               "--sweep-dims dimensions (the others untiled, or --rest-tile) with the redundant work of\n"
+               "each plan, and where split tiles overtake overlapped ones.\n\noptions:\n");
     cli_print_options(f, opts, n);
 }
 
@@ -198,7 +199,9 @@ static void run_one(const bench_env *E, const bench_case *c, impl *I, int64_t r)
         for (int d = 0; I->tile > 0 && d < c->b->ndim; d++)
             o += snprintf(extra + o, sizeof extra - (size_t)o, "%s%lld", d ? "x" : " --tile ",
                           (long long)sweep_tile(E, c, I->tile, d));
-        if (E->band > 0) snprintf(extra + o, sizeof extra - (size_t)o, " --band %lld", (long long)E->band);
+        /* step by step has no bands to set */
+        if (E->band > 0 && strcmp(I->arg, "step"))
+            snprintf(extra + o, sizeof extra - (size_t)o, " --band %lld", (long long)E->band);
         snprintf(command, sizeof command,
                  "'%s' stencil %s --size %s --T %lld --tiling %s --threads %lld --reps %lld --warmup %lld%s --json", E->self,
                  c->b->name, c->size, (long long)c->steps, I->arg, (long long)E->threads, (long long)E->reps,
@@ -338,7 +341,7 @@ static void sweep_check_plan(ps_context *ctx, const bench_env *E, const bench_ca
     ps_iter_options o;
     ps_iter_options_init(&o);
     o.tiling = (ps_iter_tiling)cli_choice("", "", I->arg, tiling_names, 5);
-    o.band = E->band;
+    o.band = o.tiling == PS_ITER_TILING_STEP ? 0 : E->band;
     for (int d = 0; d < c->b->ndim; d++) o.tile[d] = sweep_tile(E, c, I->tile, d);
     ps_status st = cli_stencil_build(c->b, c->n, c->steps, PS_ITER_FIXED, &it);
     if (!st) st = ps_iter_plan_create(ctx, it, &o, &plan);
