@@ -216,7 +216,7 @@ static void run_one(const bench_env *E, const bench_case *c, impl *I, int64_t r)
     if (I->is_halide && (code == 124 || code == 137)) {
         I->status = RUN_TIMEOUT;
         snprintf(I->plan, sizeof I->plan, "did not finish in %g s", E->halide_timeout);
-    } else if (!ran || !isfinite(ms) || (I->is_halide && (strcmp(status, "ok") || cli_json_number(line, "nan") != 0))) {
+    } else if (!ran || !isfinite(ms) || (I->is_halide && (strcmp(status, "ok") || cli_json_number(line, "nan") > 0))) {
         I->status = RUN_FAILED;
         snprintf(I->plan, sizeof I->plan, "failed (exit status %d%s)", code,
                  I->is_halide && line[0] && strcmp(status, "ok") ? ", Halide: FAILED" : "");
@@ -258,7 +258,7 @@ static void run_one(const bench_env *E, const bench_case *c, impl *I, int64_t r)
         fflush(E->csv);
     }
     if (cli_progress_enabled())
-        fprintf(stderr, "\r%s %s round %lld: %.3f ms        ", c->label, I->name, (long long)r, ms);
+        fprintf(stderr, "\r%s %s tile %lld round %lld: %.3f ms        ", c->label, I->name, (long long)I->tile, (long long)r, ms);
 }
 
 /* Every implementation once per round, the order rotating. */
