@@ -257,8 +257,10 @@ static void run_one(const bench_env *E, const bench_case *c, impl *I, int64_t r)
         fprintf(E->csv, ",%lld\n", (long long)E->threads);
         fflush(E->csv);
     }
-    if (cli_progress_enabled())
+    if (cli_progress_enabled() && I->tile)
         fprintf(stderr, "\r%s %s tile %lld round %lld: %.3f ms        ", c->label, I->name, (long long)I->tile, (long long)r, ms);
+    else if (cli_progress_enabled())
+        fprintf(stderr, "\r%s %s round %lld: %.3f ms        ", c->label, I->name, (long long)r, ms);
 }
 
 /* Every implementation once per round, the order rotating. */
