@@ -28,6 +28,8 @@ int cmd_bench(int argc, char **argv);
 int cmd_pipeline(int argc, char **argv);
 /* polysci bench pipeline (cmd_bench_pipeline.c), dispatched by cmd_bench. */
 int cli_bench_pipeline(int argc, char **argv);
+/* polysci bench stencil (cmd_bench_stencil.c), dispatched by cmd_bench. */
+int cli_bench_stencil(int argc, char **argv);
 int cmd_stencil(int argc, char **argv);
 
 /* Names of the ps_ranker values, in enum order ("default", "cost", "dnn", "none", "volume"). */
@@ -251,6 +253,24 @@ int cli_context_create(int threads, ps_context **ctx);
  * hand-off to op() with argv[0] = "conv" or "gemm". usage is printed as is. */
 int cli_dispatch_op(const char *cmd, const char *usage, int argc, char **argv,
                     int (*op)(ps_op_kind kind, int argc, char **argv));
+/* ---- child processes of the benchmark drivers (cli_util.c) ---- */
+/* Splits text in place at commas into at most max items; returns their number. */
+int cli_split_list(char *text, char **items, int max);
+/* The number after "key": in a JSON line, or NAN. */
+double cli_json_number(const char *line, const char *key);
+/* The string after "key": in a JSON line into out (escapes dropped, cut
+ * at len - 1); 0, or -1 (out "") when there is none. */
+int cli_json_text(const char *line, const char *key, char *out, size_t len);
+/* Runs cmd through the shell and keeps its last stdout line that starts
+ * with '{' in line. Returns 0 when it exited with status 0 and printed such
+ * a line, else -1; *exit_code (may be NULL): the exit status, 128 + the
+ * signal that ended it, or -1 when it could not be run. */
+int cli_run_json(const char *cmd, char *line, size_t len, int *exit_code);
+/* This executable's path (/proc/self/exe) into path; 0, or -1 with a message. */
+int cli_self_exe(const char *cmd, char *path, size_t len);
+/* The path of `rel` in the source tree this executable was built from
+ * (bench scripts); 0 when it is readable, else -1 (path: what was tried). */
+int cli_source_file(const char *rel, char *path, size_t len);
 /* 1 when stderr is a terminal (progress lines go there only then). */
 int cli_progress_enabled(void);
 /* Writes s as a JSON string literal (with quotes). */

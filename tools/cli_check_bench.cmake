@@ -2,10 +2,12 @@
 #   -DCLI=<polysci> -DARGS="bench|conv|...|--csv|<file>" -DCSV=<file> -DHEADER=<first line>
 #   -DROWS=<data rows expected> [-DDIST=<file> -DDIST_HEADER=<first line> [-DDIST_ROWS=<exact rows>]]
 #   [-DEXPECT=<regex stdout must match>] [-DNONEMPTY=<col|col...>] [-DEMPTY=<col|col...>]
+#   [-DFILES=<file|file...>]
 # Runs the command (exit status must be 0), then checks the CSV's header line
 # exactly and its number of data rows; the same for the --dist file if given.
 # NONEMPTY / EMPTY: CSV columns that must have a value / no value in every data
-# row (fields are split at commas: the quoted ones hold none).
+# row (fields are split at commas: the quoted ones hold none). FILES: other
+# outputs (charts) the command must have written, non-empty.
 foreach(v CLI ARGS CSV HEADER ROWS)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "cli_check_bench.cmake: -D${v}=... missing")
@@ -13,6 +15,10 @@ foreach(v CLI ARGS CSV HEADER ROWS)
 endforeach()
 string(REPLACE "|" ";" _args "${ARGS}")
 file(REMOVE "${CSV}")
+if(DEFINED FILES)
+  string(REPLACE "|" ";" _files "${FILES}")
+  file(REMOVE ${_files})
+endif()
 if(DEFINED DIST)
   file(REMOVE "${DIST}")
 endif()
@@ -46,6 +52,16 @@ function(check_csv file header min_rows exact)
 endfunction()
 
 check_csv("${CSV}" "${HEADER}" ${ROWS} TRUE)
+foreach(_file ${_files})
+  set(_size 0)
+  if(EXISTS "${_file}")
+    file(SIZE "${_file}" _size)
+  endif()
+  if(_size EQUAL 0)
+    message(FATAL_ERROR "${_file} was not written")
+  endif()
+  message(STATUS "${_file}: ${_size} bytes")
+endforeach()
 if(DEFINED DIST)
   if(DEFINED DIST_ROWS)
     check_csv("${DIST}" "${DIST_HEADER}" ${DIST_ROWS} TRUE)

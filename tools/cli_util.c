@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -151,4 +152,81 @@ int cli_dispatch_op(const char *cmd, const char *usage, int argc, char **argv,
     fprintf(stderr, "polysci %s: unknown operation '%s'\n", cmd, argv[1]);
     fputs(usage, stderr);
     return CLI_USAGE;
+}
+
+int cli_split_list(char *text, char **items, int max)
+{
+    int n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(text, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save)) items[n++] = t;
+    return n;
+}
+
+double cli_json_number(const char *line, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    if (!p) return NAN;
+    p += strlen(pat);
+    while (*p == ' ') p++;
+    char *end;
+    double v = strtod(p, &end);
+    return end == p ? NAN : v;
+}
+
+int cli_json_text(const char *line, const char *key, char *out, size_t len)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    if (len) out[0] = '\0';
+    if (!p || !len) return -1;
+    p += strlen(pat);
+    while (*p == ' ') p++;
+    if (*p != '"') return -1;
+    size_t k = 0;
+    for (p++; *p && *p != '"' && k + 1 < len; p++) {
+        if (*p == '\\' && p[1]) p++;
+        out[k++] = *p;
+    }
+    out[k] = '\0';
+    return 0;
+}
+
+int cli_run_json(const char *cmd, char *line, size_t len, int *exit_code)
+{
+    if (exit_code) *exit_code = -1;
+    line[0] = '\0';
+    FILE *f = popen(cmd, "r");
+    if (!f) return -1;
+    char buf[65536];
+    while (fgets(buf, sizeof buf, f))
+        if (buf[0] == '{') snprintf(line, len, "%s", buf);
+    int st = pclose(f);
+    int code = st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+    if (exit_code) *exit_code = code;
+    return code == 0 && line[0] ? 0 : -1;
+}
+
+int cli_self_exe(const char *cmd, char *path, size_t len)
+{
+    ssize_t n = len > 1 ? readlink("/proc/self/exe", path, len - 1) : -1;
+    if (n <= 0 || (size_t)n >= len - 1) {
+        fprintf(stderr, "polysci %s: cannot find this executable\n", cmd);
+        return -1;
+    }
+    path[n] = '\0';
+    return 0;
+}
+
+int cli_source_file(const char *rel, char *path, size_t len)
+{
+#ifdef POLYSCI_SOURCE_DIR
+    snprintf(path, len, "%s/%s", POLYSCI_SOURCE_DIR, rel);
+    return access(path, R_OK) == 0 ? 0 : -1;
+#else
+    snprintf(path, len, "%s", rel);
+    return -1;
+#endif
 }

@@ -1383,7 +1383,9 @@ int cmd_bench(int argc, char **argv)
         "usage: polysci bench conv --layers FILE [options]   time conv layers\n"
         "       polysci bench gemm --layers FILE [options]   time GEMMs\n"
         "       polysci bench pipeline [options]             time stage-graph pipelines against Halide\n"
+        "       polysci bench stencil [options]              time iterated stencils against Halide\n"
         "See 'polysci bench conv --help'.\n";
     if (argc > 1 && !strcmp(argv[1], "pipeline")) return cli_bench_pipeline(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "stencil")) return cli_bench_stencil(argc - 1, argv + 1);
     return cli_dispatch_op("bench", usage, argc, argv, bench_op);
 }

@@ -35,40 +35,6 @@ typedef struct impl {
     int ok;
 } impl;
 
-static int split_list(char *text, char **items, int max)
-{
-    int n = 0;
-    for (char *t = strtok(text, ","); t && n < max; t = strtok(NULL, ",")) items[n++] = t;
-    return n;
-}
-
-/* The number after "key": in a JSON line, or NAN. */
-static double json_number(const char *line, const char *key)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(line, pat);
-    if (!p) return NAN;
-    p += strlen(pat);
-    while (*p == ' ') p++;
-    char *end;
-    double v = strtod(p, &end);
-    return end == p ? NAN : v;
-}
-
-/* Runs a command, returns its last stdout line that starts with '{'. */
-static int run_json(const char *cmd, char *line, size_t len)
-{
-    FILE *f = popen(cmd, "r");
-    if (!f) return -1;
-    char buf[65536];
-    line[0] = '\0';
-    while (fgets(buf, sizeof buf, f))
-        if (buf[0] == '{') snprintf(line, len, "%s", buf);
-    int rc = pclose(f);
-    return rc == 0 && line[0] ? 0 : -1;
-}
-
 static void usage(FILE *f, const cli_opt *opts, size_t n)
 {
     fprintf(f, "usage: polysci bench pipeline [options]\n\n"
@@ -109,8 +75,8 @@ int cli_bench_pipeline(int argc, char **argv)
     snprintf(mbuf, sizeof mbuf, "%s", modes_arg);
     snprintf(hbuf, sizeof hbuf, "%s", halide_arg);
     char *names[CLI_N_PIPELINES], *modes[4], *scheds[6];
-    int n_names = split_list(pbuf, names, CLI_N_PIPELINES), n_modes = split_list(mbuf, modes, 4);
-    int n_scheds = strcmp(halide_arg, "none") ? split_list(hbuf, scheds, 6) : 0;
+    int n_names = cli_split_list(pbuf, names, CLI_N_PIPELINES), n_modes = cli_split_list(mbuf, modes, 4);
+    int n_scheds = strcmp(halide_arg, "none") ? cli_split_list(hbuf, scheds, 6) : 0;
     static const char *const mode_names[3] = {"dp", "greedy", "none"};
     static const char *const sched_names[5] = {"naive", "manual", "mullapudi2016", "adams2019", "li2018"};
     for (int i = 0; i < n_names; i++)
@@ -123,22 +89,13 @@ int cli_bench_pipeline(int argc, char **argv)
         fprintf(stderr, "polysci %s: 1 to %d implementations\n", cmd, MAX_IMPLS);
         return CLI_USAGE;
     }
-    char script[4096] = "";
-#ifdef POLYSCI_SOURCE_DIR
-    snprintf(script, sizeof script, "%s/bench/pipeline/halide_pipelines.py", POLYSCI_SOURCE_DIR);
-#endif
-    if (n_scheds && access(script, R_OK) != 0) {
-        fprintf(stderr, "polysci %s: the Halide side needs %s (a source tree); pass --halide none\n", cmd,
-                script[0] ? script : "bench/pipeline/halide_pipelines.py");
+    char script[4096];
+    if (cli_source_file("bench/pipeline/halide_pipelines.py", script, sizeof script) && n_scheds) {
+        fprintf(stderr, "polysci %s: the Halide side needs %s (a source tree); pass --halide none\n", cmd, script);
         return CLI_FAIL;
     }
     char self[4096];
-    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (sl <= 0) {
-        fprintf(stderr, "polysci %s: cannot find this executable\n", cmd);
-        return CLI_FAIL;
-    }
-    self[sl] = '\0';
+    if (cli_self_exe(cmd, self, sizeof self)) return CLI_FAIL;
 
     /* The machine model: threads, the L2 the autoschedulers are told of,
      * the memory bandwidth of the floor. */
@@ -200,15 +157,15 @@ int cli_bench_pipeline(int argc, char **argv)
                              "'%s' pipeline %s --fusion %s --threads %lld --width %lld --height %lld --reps %lld --json", self,
                              names[pi], I->arg, (long long)threads, (long long)width, (long long)height, (long long)reps);
                 double ms = NAN;
-                if (run_json(command, line, sizeof line) == 0) ms = json_number(line, "median_ms");
+                if (cli_run_json(command, line, sizeof line, NULL) == 0) ms = cli_json_number(line, "median_ms");
                 if (!isfinite(ms)) {
                     fprintf(stderr, "polysci %s: %s on %s failed\n", cmd, I->name, names[pi]);
                     I->ok = 0;
                     rc = CLI_FAIL;
                 }
                 I->ms[r] = ms;
-                I->setup_s = I->is_halide ? json_number(line, "schedule_s") + json_number(line, "compile_s")
-                                          : json_number(line, "plan_ms") / 1e3;
+                I->setup_s = I->is_halide ? cli_json_number(line, "schedule_s") + cli_json_number(line, "compile_s")
+                                          : cli_json_number(line, "plan_ms") / 1e3;
                 if (fcsv)
                     fprintf(fcsv, "%s,%s,%lld,%.4f,%.4f,%lld,%lld,%lld\n", names[pi], I->name, (long long)r, ms, I->setup_s,
                             (long long)width, (long long)height, (long long)threads);
