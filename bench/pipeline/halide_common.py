@@ -12,6 +12,7 @@ Needs Debian's python3-halide (Halide 14) and /usr/bin/python3.
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -40,10 +41,12 @@ class Bench:
     schedule parallelizes (y for images, the outermost grid axis for
     stencils; None for 1-D grids, which are split into chunks); out_ndim is
     the rank of the planar numpy output (3 for images: a one-channel Halide
-    output (x, y) comes back as (1, H, W))."""
+    output (x, y) comes back as (1, H, W)); repeat > 1: one run applies the
+    pipeline `repeat` times, each output the next input (iterated stencils
+    compiled in chunks of steps; input and output shapes equal)."""
 
     def __init__(self, name, inp, output, stages, in_shape, out_shape, manual,
-                 out_min=None, par_dim=1, out_ndim=None, info=None):
+                 out_min=None, par_dim=1, out_ndim=None, repeat=1, info=None):
         self.name = name
         self.input = inp
         self.output = output
@@ -54,6 +57,7 @@ class Bench:
         self.manual = manual
         self.par_dim = par_dim
         self.out_ndim = out_ndim or len(out_shape)
+        self.repeat = repeat
         self.info = info or {}
 
 
@@ -130,6 +134,26 @@ def make_output(b):
     return out
 
 
+class Runner:
+    """Runs a compiled Bench on one input into one output buffer, both
+    allocated once (plus, for repeat > 1, one ping-pong buffer)."""
+
+    def __init__(self, b, p, target, inp_buf):
+        self.b, self.p, self.target, self.inp = b, p, target, inp_buf
+        self.out = make_output(b)
+        self.tmp = make_output(b) if b.repeat > 1 else None
+
+    def __call__(self):
+        src = self.inp
+        for i in range(self.b.repeat):
+            # alternate so that the last application writes self.out
+            dst = self.out if (self.b.repeat - 1 - i) % 2 == 0 else self.tmp
+            self.b.input.set(src)
+            self.p.realize(dst, self.target)
+            src = dst
+        return self.out
+
+
 def naive(b, vec):
     """Breadth-first, no fusion: every stage (and the output) computed whole,
     rows (the par_dim argument) in parallel, x vectorized.  1-D grids: x split
@@ -182,10 +206,7 @@ def run_once(b, sched, inp_np, machine=None, target=None, pad=0):
     array inp_np; returns the planar float32 output (rank b.out_ndim)."""
     target = target or hl.get_jit_target_from_environment()
     p, _ = compile_bench(b, sched, target, machine or machine_params())
-    b.input.set(to_halide(inp_np, pad=pad))
-    out = make_output(b)
-    p.realize(out, target)
-    res = from_halide(out)
+    res = from_halide(Runner(b, p, target, to_halide(inp_np, pad=pad))())
     return res.reshape((1,) * (b.out_ndim - res.ndim) + res.shape)
 
 
@@ -222,7 +243,11 @@ def make_parser(doc, benches):
 
 def cmd_time(b, a, rec, pad=0):
     """One bench x schedule: compile (excluded from the times), a.warmup runs,
-    then a.reps timed runs into the same output buffer.  Prints one JSON line."""
+    then a.reps timed runs into the same output buffer.  Prints one JSON line.
+    minflt_per_run: page faults per run -- Halide allocates a compute_root
+    intermediate on every run, and glibc serves blocks over its mmap
+    threshold (32 MiB at most) with fresh pages, so a schedule with
+    image-sized intermediates pays first-touch faults each run."""
     target = hl.get_jit_target_from_environment()
     machine = machine_params(a.machine)
     rec.update(sched=a.sched, threads=os.environ.get("HL_NUM_THREADS", "default"),
@@ -235,18 +260,20 @@ def cmd_time(b, a, rec, pad=0):
         return 1
     rec.update(status="ok", schedule_s=round(info["schedule_s"], 3),
                compile_s=round(info["compile_s"], 3))
-    b.input.set(to_halide(make_input_array(list(reversed(b.in_shape))), pad=pad))
-    out = make_output(b)
+    run = Runner(b, p, target, to_halide(make_input_array(list(reversed(b.in_shape))), pad=pad))
     for _ in range(a.warmup):
-        p.realize(out, target)
+        run()
     ts = []
+    flt0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(a.reps):
         t0 = time.perf_counter()
-        p.realize(out, target)
+        run()
         ts.append((time.perf_counter() - t0) * 1e3)
+    flt = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - flt0
     rec.update(warmup=a.warmup, reps=a.reps, times_ms=[round(t, 4) for t in ts],
+               minflt_per_run=round(flt / max(1, a.reps)),
                median_ms=round(statistics.median(ts), 4) if ts else None,
-               nan=int(np.isnan(np.asarray(out)).sum()))
+               nan=int(np.isnan(np.asarray(run.out)).sum()))
     if a.save_schedule and "schedule_source" in info:
         with open(a.save_schedule, "w") as fh:
             fh.write(info["schedule_source"])
