@@ -251,7 +251,9 @@ def cmd_time(b, a, rec, pad=0):
     target = hl.get_jit_target_from_environment()
     machine = machine_params(a.machine)
     rec.update(sched=a.sched, threads=os.environ.get("HL_NUM_THREADS", "default"),
-               machine=list(machine), target=str(target))
+               machine=list(machine), target=str(target),
+               malloc="jemalloc" if "jemalloc" in os.environ.get("LD_PRELOAD", "") else "glibc",
+               malloc_conf=os.environ.get("MALLOC_CONF"))
     try:
         p, info = compile_bench(b, a.sched, target, machine)
     except Exception as e:  # a schedule that fails to build is a result, not a crash

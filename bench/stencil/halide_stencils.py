@@ -100,9 +100,9 @@ def default_chunk(T):
     """Steps per compiled pipeline: T up to MAX_CHUNK, else the largest divisor
     of T not above it.  Halide 14's compile time grows much faster than the
     number of Funcs (naive heat1d: 16 s for 50 steps, 39 s for 100, 230 s
-    for 200; T = 1000 did not get through compile and run in 15 minutes), so
-    T = 500 and T = 1000
-    run as 5 and 10 applications of a 100-step pipeline."""
+    for 200; T = 1000 did not get through compile and run in 15 minutes),
+    so T = 500 and T = 1000 run as 5 and 10 applications of a 100-step
+    pipeline."""
     if T <= MAX_CHUNK:
         return T
     return max(k for k in range(1, MAX_CHUNK + 1) if T % k == 0)
