@@ -200,8 +200,9 @@ def build(name, shape=None, T=None, form="clamp", group=None, tile=None, chunk=N
 
     b = C.Bench(name, inp, out, {f.name(): f for f in chain[:-1]}, shape, shape, manual,
                 par_dim=None if dims == 1 else dims - 1, repeat=T_total // chunk,
-                info=dict(T=T_total, chunk=chunk, form=form, pad=pad, flops_per_point=flops, group=group,
+                info=dict(T=T_total, chunk=chunk, form=form, flops_per_point=flops, group=group,
                           tile=[C.fit(ts or n, n) for ts, n in zip(tile, shape)]))
+    b.pad = pad
     return b
 
 
@@ -237,7 +238,12 @@ def main(argv=None):
                interior_points=_prod(n - 2 for n in b.in_shape))
     if a.sched == "manual":
         rec.update(group=b.info["group"], tile=b.info["tile"])
-    return C.run_command(ap, a, b, rec, pad=b.info["pad"])
+    T = b.info["T"]
+
+    def check(u0, out):
+        import stencil_reference
+        return stencil_reference.compare(a.bench, out, u0, T)
+    return C.run_command(ap, a, b, rec, check)
 
 
 def _prod(it):

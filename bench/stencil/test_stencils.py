@@ -71,7 +71,7 @@ def _check(name, case, sched, form):
     shape, T, group, tile, chunk = case
     u0 = C.make_input_array(list(reversed(shape)))
     b = HS.build(name, shape, T, form, group, [t or None for t in tile], chunk)
-    out = C.run_once(b, sched, u0, machine=(2, 1 << 20, 40), pad=b.info["pad"])
+    out = C.run_once(b, sched, u0, machine=(2, 1 << 20, 40))
     ok, msg = R.compare(name, out, u0, T)
     assert ok, "%s %s %s %s: %s" % (name, shape, sched, form, msg)
 
