@@ -12,6 +12,7 @@ Needs Debian's python3-halide (Halide 14) and /usr/bin/python3.
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -40,10 +41,15 @@ class Bench:
     schedule parallelizes (y for images, the outermost grid axis for
     stencils; None for 1-D grids, which are split into chunks); out_ndim is
     the rank of the planar numpy output (3 for images: a one-channel Halide
-    output (x, y) comes back as (1, H, W))."""
+    output (x, y) comes back as (1, H, W)); repeat > 1: one run applies the
+    pipeline `repeat` times, each output the next input (iterated stencils
+    compiled in chunks of steps; input and output shapes equal); pad: the
+    input buffer carries `pad` extra cells on each side of its first
+    `spatial` dims (a ghost zone, or room for a schedule that reads past the
+    input, which Halide rejects otherwise)."""
 
     def __init__(self, name, inp, output, stages, in_shape, out_shape, manual,
-                 out_min=None, par_dim=1, out_ndim=None, info=None):
+                 out_min=None, par_dim=1, out_ndim=None, repeat=1, spatial=None, info=None):
         self.name = name
         self.input = inp
         self.output = output
@@ -54,6 +60,9 @@ class Bench:
         self.manual = manual
         self.par_dim = par_dim
         self.out_ndim = out_ndim or len(out_shape)
+        self.repeat = repeat
+        self.spatial = spatial or len(in_shape)
+        self.pad = 0
         self.info = info or {}
 
 
@@ -88,21 +97,21 @@ def make_input_array(shape_np, seed=INPUT_SEED):
     return rng.uniform(0.05, 1.0, size=tuple(shape_np)).astype(np.float32)
 
 
-def to_halide(arr, pad=0, pad_value=0.5):
+def to_halide(arr, pad=0, spatial=None, pad_value=0.5):
     """hl.Buffer (Halide dims = reversed numpy axes) holding a copy of the
-    planar array.  pad > 0: the first min(ndim, 3) Halide dims of a stencil
-    grid (all spatial) get `pad` extra cells on each side filled with
-    pad_value (ghost zone), min = -pad."""
+    planar array.  pad > 0: the first `spatial` Halide dims (default all) get
+    `pad` extra cells on each side filled with pad_value, min = -pad."""
     arr = np.asarray(arr, dtype=np.float32)
     hshape = list(reversed(arr.shape))
-    nsp = len(hshape) if pad else 0
+    nsp = (spatial or len(hshape)) if pad else 0
     full = [n + 2 * pad if d < nsp else n for d, n in enumerate(hshape)]
     buf = hl.Buffer(hl.Float(32), full)
     view = np.asarray(buf)
     if pad:
         view[...] = pad_value
-        view[tuple(slice(pad, pad + n) for n in hshape)] = arr.T
-        buf.set_min([-pad] * len(hshape))
+        view[tuple(slice(pad, pad + n) if d < nsp else slice(None)
+                   for d, n in enumerate(hshape))] = arr.T
+        buf.set_min([-pad if d < nsp else 0 for d in range(len(hshape))])
     else:
         view[...] = arr.T
     return buf
@@ -128,6 +137,26 @@ def make_output(b):
     out.set_min(b.out_min)
     np.asarray(out)[...] = np.nan
     return out
+
+
+class Runner:
+    """Runs a compiled Bench on one input into one output buffer, both
+    allocated once (plus, for repeat > 1, one ping-pong buffer)."""
+
+    def __init__(self, b, p, target, inp_buf):
+        self.b, self.p, self.target, self.inp = b, p, target, inp_buf
+        self.out = make_output(b)
+        self.tmp = make_output(b) if b.repeat > 1 else None
+
+    def __call__(self):
+        src = self.inp
+        for i in range(self.b.repeat):
+            # alternate so that the last application writes self.out
+            dst = self.out if (self.b.repeat - 1 - i) % 2 == 0 else self.tmp
+            self.b.input.set(src)
+            self.p.realize(dst, self.target)
+            src = dst
+        return self.out
 
 
 def naive(b, vec):
@@ -177,16 +206,22 @@ def compile_bench(b, sched, target, machine):
     return p, info
 
 
-def run_once(b, sched, inp_np, machine=None, target=None, pad=0):
+def planar_output(b, buf):
+    """The output buffer as a planar float32 numpy array of rank b.out_ndim."""
+    res = from_halide(buf)
+    return res.reshape((1,) * (b.out_ndim - res.ndim) + res.shape)
+
+
+def input_buffer(b, inp_np):
+    return to_halide(inp_np, pad=b.pad, spatial=b.spatial)
+
+
+def run_once(b, sched, inp_np, machine=None, target=None):
     """Schedules and compiles the fresh Bench b, runs it once on the planar
     array inp_np; returns the planar float32 output (rank b.out_ndim)."""
     target = target or hl.get_jit_target_from_environment()
     p, _ = compile_bench(b, sched, target, machine or machine_params())
-    b.input.set(to_halide(inp_np, pad=pad))
-    out = make_output(b)
-    p.realize(out, target)
-    res = from_halide(out)
-    return res.reshape((1,) * (b.out_ndim - res.ndim) + res.shape)
+    return planar_output(b, Runner(b, p, target, input_buffer(b, inp_np))())
 
 
 def checked_run(make_bench, sched, inp_np, machine, compare):
@@ -196,7 +231,7 @@ def checked_run(make_bench, sched, inp_np, machine, compare):
     verification goes on with the other cases."""
     try:
         b = make_bench()
-        return compare(run_once(b, sched, inp_np, machine, pad=b.info.get("pad", 0)))
+        return compare(run_once(b, sched, inp_np, machine))
     except Exception as e:
         return False, "FAILED %s" % repr(e)[:300]
 
@@ -217,16 +252,26 @@ def make_parser(doc, benches):
     ap.add_argument("--out", default=None, help="time: also append the JSON line to this file")
     ap.add_argument("--save-schedule", default=None,
                     help="time: write the autoscheduler's schedule source here")
+    ap.add_argument("--check", action="store_true",
+                    help="time: check the output against the float64 reference after the runs")
     return ap
 
 
-def cmd_time(b, a, rec, pad=0):
+def cmd_time(b, a, rec, check=None):
     """One bench x schedule: compile (excluded from the times), a.warmup runs,
-    then a.reps timed runs into the same output buffer.  Prints one JSON line."""
+    then a.reps timed runs into the same output buffer.  Prints one JSON line.
+    minflt_per_run: page faults per run -- Halide allocates a compute_root
+    intermediate on every run, and glibc serves blocks over its mmap
+    threshold (32 MiB at most) with fresh pages, so a schedule with
+    image-sized intermediates pays first-touch faults each run.
+    check(inp, out) -> (ok, message), if given, judges the output after the
+    timed runs (full-size correctness, e.g. against the float64 reference)."""
     target = hl.get_jit_target_from_environment()
     machine = machine_params(a.machine)
     rec.update(sched=a.sched, threads=os.environ.get("HL_NUM_THREADS", "default"),
-               machine=list(machine), target=str(target))
+               machine=list(machine), target=str(target),
+               malloc="jemalloc" if "jemalloc" in os.environ.get("LD_PRELOAD", "") else "glibc",
+               malloc_conf=os.environ.get("MALLOC_CONF"))
     try:
         p, info = compile_bench(b, a.sched, target, machine)
     except Exception as e:  # a schedule that fails to build is a result, not a crash
@@ -235,38 +280,52 @@ def cmd_time(b, a, rec, pad=0):
         return 1
     rec.update(status="ok", schedule_s=round(info["schedule_s"], 3),
                compile_s=round(info["compile_s"], 3))
-    b.input.set(to_halide(make_input_array(list(reversed(b.in_shape))), pad=pad))
-    out = make_output(b)
-    for _ in range(a.warmup):
-        p.realize(out, target)
+    inp = make_input_array(list(reversed(b.in_shape)))
+    run = Runner(b, p, target, input_buffer(b, inp))
     ts = []
-    for _ in range(a.reps):
-        t0 = time.perf_counter()
-        p.realize(out, target)
-        ts.append((time.perf_counter() - t0) * 1e3)
+    try:
+        for _ in range(a.warmup):
+            run()
+        flt0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(a.reps):
+            t0 = time.perf_counter()
+            run()
+            ts.append((time.perf_counter() - t0) * 1e3)
+        flt = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - flt0
+    except Exception as e:  # e.g. a schedule that reads past the input: --pad
+        rec.update(status="FAILED", error=repr(e)[:2000])
+        _emit(rec, a.out)
+        return 1
     rec.update(warmup=a.warmup, reps=a.reps, times_ms=[round(t, 4) for t in ts],
+               minflt_per_run=round(flt / max(1, a.reps)),
                median_ms=round(statistics.median(ts), 4) if ts else None,
-               nan=int(np.isnan(np.asarray(out)).sum()))
+               nan=int(np.isnan(np.asarray(run.out)).sum()))
     if a.save_schedule and "schedule_source" in info:
         with open(a.save_schedule, "w") as fh:
             fh.write(info["schedule_source"])
+    rc = 0
+    if check is not None:
+        ok, msg = check(inp, planar_output(b, run.out))
+        rec.update(check_ok=bool(ok), check=msg)
+        rc = 0 if ok else 1
     _emit(rec, a.out)
-    return 0
+    return rc
 
 
-def run_command(ap, a, b, rec, pad=0):
-    """The `time` or `dump` command (a.mode) on the built Bench b."""
+def run_command(ap, a, b, rec, check=None):
+    """The `time` or `dump` command (a.mode) on the built Bench b; --check
+    passes `check` to time."""
     if a.mode == "time":
-        return cmd_time(b, a, rec, pad)
+        return cmd_time(b, a, rec, check if a.check else None)
     if not a.prefix:
         ap.error("dump needs --prefix")
-    return cmd_dump(b, a, a.prefix, rec, pad)
+    return cmd_dump(b, a, a.prefix, rec)
 
 
-def cmd_dump(b, a, prefix, rec, pad=0):
+def cmd_dump(b, a, prefix, rec):
     """Writes PREFIX_in.npy and PREFIX_out.npy (planar float32) of one run."""
     inp = make_input_array(list(reversed(b.in_shape)))
-    out = run_once(b, a.sched, inp, machine_params(a.machine), pad=pad)
+    out = run_once(b, a.sched, inp, machine_params(a.machine))
     np.save(prefix + "_in.npy", inp)
     np.save(prefix + "_out.npy", out)
     rec.update(sched=a.sched, input=prefix + "_in.npy", output=prefix + "_out.npy",

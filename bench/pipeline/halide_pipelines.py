@@ -41,6 +41,11 @@ LAPLACIAN_GAINS = (1.8, 1.4, 1.2)
 LAPLACIAN_LEVELS = 4
 
 
+def _image_bench(*args, **kw):
+    """A Bench over a planar (x, y, c) image: x and y are the spatial dims."""
+    return C.Bench(*args, spatial=2, **kw)
+
+
 def _vars(*names):
     return tuple(hl.Var(n) for n in names)
 
@@ -109,7 +114,7 @@ def build_harris(W, H):
         Iy.store_at(output, y).compute_at(output, yi).vectorize(x, vec)
         Ix.compute_with(hl.LoopLevel(Iy, x, 0))
 
-    return C.Bench("harris", inp, output, s, [W, H, 3], [W - 6, H - 6], manual, out_min=[3, 3],
+    return _image_bench("harris", inp, output, s, [W, H, 3], [W - 6, H - 6], manual, out_min=[3, 3],
                    out_ndim=3)
 
 
@@ -153,7 +158,7 @@ def build_unsharp(W, H, sigma=1.5):
         blur_y.compute_at(output, yi).store_at(output, yo).vectorize(x, vec)
         ratio.compute_at(output, yi).store_at(output, yo).vectorize(x, vec)
 
-    return C.Bench("unsharp", inp, output, s, [W, H, 3], [W, H, 3], manual)
+    return _image_bench("unsharp", inp, output, s, [W, H, 3], [W, H, 3], manual)
 
 
 # --------------------------------------------------------------------------
@@ -184,7 +189,7 @@ def build_unsharp_pm(W, H, weight=3.0, threshold=0.001):
         mask.split(y, yo, yi, C.fit(32, H)).vectorize(x, vec).reorder(x, yi, c, yo).parallel(yo)
         blur_y.compute_at(mask, yi).vectorize(x, vec)
 
-    return C.Bench("unsharp_pm", inp, mask, s, [W, H, 3], [W, H, 3], manual)
+    return _image_bench("unsharp_pm", inp, mask, s, [W, H, 3], [W, H, 3], manual)
 
 
 # --------------------------------------------------------------------------
@@ -208,7 +213,7 @@ def build_blur3x3(W, H):
         out.tile(x, y, xo, yo, xi, yi, C.fit(256, W), C.fit(32, H)).vectorize(xi, vec).parallel(yo)
         bx.compute_at(out, xo).vectorize(x, vec)
 
-    return C.Bench("blur3x3", inp, out, dict(bx=bx), [W, H, 3], [W, H, 3], manual)
+    return _image_bench("blur3x3", inp, out, dict(bx=bx), [W, H, 3], [W, H, 3], manual)
 
 
 # --------------------------------------------------------------------------
@@ -316,7 +321,7 @@ def build_laplacian(W, H, gains=LAPLACIAN_GAINS):
             strips(r[i], C.fit(32, H) if i == 0 else 16,
                    [ux_g[i]] + ([ux_r[i]] if ux_r[i] is not ux_g[i] else []))
 
-    return C.Bench("laplacian", inp, output, s, [W, H, 3], [W, H, 3], manual)
+    return _image_bench("laplacian", inp, output, s, [W, H, 3], [W, H, 3], manual)
 
 
 BUILDERS = {
@@ -338,6 +343,9 @@ def main(argv=None):
     C.warn_quiet()
     ap = C.make_parser(__doc__, BUILDERS)
     ap.add_argument("--size", type=C.parse_size, default=DEFAULT_SIZE, help="WxH (default 4256x2832)")
+    ap.add_argument("--pad", type=int, default=0,
+                    help="the input buffer covers PAD extra pixels around x and y (filled with 0.5) "
+                         "for schedules that read past the input (Adams2019 on harris)")
     a = ap.parse_args(argv)
     if a.mode == "list":
         print(" ".join(BUILDERS))
@@ -346,7 +354,12 @@ def main(argv=None):
         ap.error("--bench is required")
     W, H = a.size
     b = build(a.bench, W, H)
-    return C.run_command(ap, a, b, dict(bench=a.bench, width=W, height=H))
+    b.pad = a.pad
+
+    def check(img, out):
+        import reference
+        return reference.compare(a.bench, out, img)
+    return C.run_command(ap, a, b, dict(bench=a.bench, width=W, height=H, pad=a.pad), check)
 
 
 if __name__ == "__main__":

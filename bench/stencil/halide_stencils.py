@@ -53,11 +53,11 @@ import halide_common as C  # noqa: E402
 f32 = C.f32
 
 # name: (dims, default n per dim, default T, flops per point, manual group, manual tile (x, y, z))
-# Manual tiles: heat1d 4096 points (16 KiB per step buffer, 15 of them per
+# Manual tiles: heat1d 4096 points (16 KiB per step buffer, 19 of them per
 # tile in L2); 2-D 512 x 32 (shared manual_heat); heat3d whole x rows (150)
 # by 16 x 16, group 4 (three 150 x 22 x 22 intermediates, 870 KiB, per tile).
 STENCILS = {
-    "heat1d": (1, 160000, 1000, 5, 16, (4096,)),
+    "heat1d": (1, 160000, 1000, 5, 20, (4096,)),
     "heat2d": (2, 4000, 64, 10, 8, (512, 32)),
     "heat3d": (3, 150, 100, 15, 4, (None, 16, 16)),
     "jacobi2d": (2, 4000, 64, 9, 8, (512, 32)),
@@ -93,10 +93,27 @@ def default_form(sched):
     return "group" if sched == "manual" else "clamp"
 
 
-def build(name, shape=None, T=None, form="clamp", group=None, tile=None):
+MAX_CHUNK = 100
+
+
+def default_chunk(T):
+    """Steps per compiled pipeline: T up to MAX_CHUNK, else the largest divisor
+    of T not above it.  Halide 14's compile time grows much faster than the
+    number of Funcs (naive heat1d: 16 s for 50 steps, 39 s for 100, 230 s
+    for 200; T = 1000 did not get through compile and run in 15 minutes),
+    so T = 500 and T = 1000 run as 5 and 10 applications of a 100-step
+    pipeline."""
+    if T <= MAX_CHUNK:
+        return T
+    return max(k for k in range(1, MAX_CHUNK + 1) if T % k == 0)
+
+
+def build(name, shape=None, T=None, form="clamp", group=None, tile=None, chunk=None):
     """shape: grid extents in Halide order (x first); defaults from STENCILS;
     form: one of FORMS; group, tile: the manual schedule's steps per
-    overlapped tile and tile extents (None = whole extent)."""
+    overlapped tile and tile extents (None = whole extent); chunk: steps per
+    compiled pipeline (a divisor of T, default default_chunk(T)); the Bench
+    applies it T / chunk times per run."""
     if name not in STENCILS:
         raise ValueError("unknown stencil %r (one of %s)" % (name, ", ".join(STENCILS)))
     dims, n_def, T_def, flops, group_def, tile_def = STENCILS[name]
@@ -106,6 +123,12 @@ def build(name, shape=None, T=None, form="clamp", group=None, tile=None):
         raise ValueError("%s needs %d extents >= 3 and T >= 1" % (name, dims))
     if form not in FORMS:
         raise ValueError("form must be one of %s" % ", ".join(FORMS))
+    chunk = chunk or default_chunk(T)
+    if T % chunk:
+        raise ValueError("chunk %d does not divide T = %d" % (chunk, T))
+    if form == "ghost" and chunk != T:
+        raise ValueError("the ghost form needs chunk = T (its input carries T ghost cells)")
+    T_total, T = T, chunk
     group = group or group_def
     tile = list(tile or tile_def)
     xs = [hl.Var(v) for v in "xyz"[:dims]]
@@ -176,9 +199,10 @@ def build(name, shape=None, T=None, form="clamp", group=None, tile=None):
             done = r
 
     b = C.Bench(name, inp, out, {f.name(): f for f in chain[:-1]}, shape, shape, manual,
-                par_dim=None if dims == 1 else dims - 1,
-                info=dict(T=T, form=form, pad=pad, flops_per_point=flops, group=group,
+                par_dim=None if dims == 1 else dims - 1, repeat=T_total // chunk,
+                info=dict(T=T_total, chunk=chunk, form=form, flops_per_point=flops, group=group,
                           tile=[C.fit(ts or n, n) for ts, n in zip(tile, shape)]))
+    b.pad = pad
     return b
 
 
@@ -194,6 +218,8 @@ def main(argv=None):
     ap.add_argument("--T", type=int, default=None, help="time steps (default per stencil)")
     ap.add_argument("--form", choices=FORMS, default=None,
                     help="boundary form (default: group for manual, clamp otherwise)")
+    ap.add_argument("--chunk", type=int, default=None,
+                    help="steps per compiled pipeline, a divisor of T (default: T up to %d)" % MAX_CHUNK)
     ap.add_argument("--group", type=int, default=None, help="manual: steps per overlapped tile")
     ap.add_argument("--tile", default=None, help="manual: tile extents x,y[,z] (0 = whole extent)")
     a = ap.parse_args(argv)
@@ -206,13 +232,18 @@ def main(argv=None):
     shape = _ints(a.shape) if a.shape else ([a.n] * dims if a.n else None)
     tile = [v or None for v in _ints(a.tile)] if a.tile else None
     form = a.form or default_form(a.sched)
-    b = build(a.bench, shape, a.T, form, a.group, tile)
-    rec = dict(bench=a.bench, shape=b.in_shape, T=b.info["T"], form=form,
+    b = build(a.bench, shape, a.T, form, a.group, tile, a.chunk)
+    rec = dict(bench=a.bench, shape=b.in_shape, T=b.info["T"], chunk=b.info["chunk"], form=form,
                flops_per_point=b.info["flops_per_point"],
                interior_points=_prod(n - 2 for n in b.in_shape))
     if a.sched == "manual":
         rec.update(group=b.info["group"], tile=b.info["tile"])
-    return C.run_command(ap, a, b, rec, pad=b.info["pad"])
+    T = b.info["T"]
+
+    def check(u0, out):
+        import stencil_reference
+        return stencil_reference.compare(a.bench, out, u0, T)
+    return C.run_command(ap, a, b, rec, check)
 
 
 def _prod(it):

@@ -83,14 +83,16 @@ def compare(name, out, u0, T, ref=None):
     return (nan == 0 and err <= tol), "max|d|/max|u0| = %.2e (tol %.1e)  nan %d" % (err, tol, nan)
 
 
-# (shape in Halide order x, y[, z], T, manual group, manual tile): odd,
-# non-square extents, T not a multiple of the group, tiles smaller than the
-# grid so the overlapped tiles, their halos and the clamped edges are exercised
+# (shape in Halide order x, y[, z], T, manual group, manual tile, chunk):
+# odd, non-square extents, T not a multiple of the group, tiles smaller than
+# the grid so the overlapped tiles, their halos and the clamped edges are
+# exercised; the second case of each runs T steps as T / chunk applications
+# of a chunk-step pipeline
 CASES = {
-    "heat1d": [((257,), 23, 4, (64,)), ((1000,), 24, 8, (256,))],
-    "heat2d": [((67, 45), 7, 3, (32, 16)), ((130, 97), 12, 5, (64, 32))],
-    "heat3d": [((19, 23, 17), 5, 2, (0, 8, 8)), ((33, 20, 25), 6, 4, (16, 16, 8))],
-    "jacobi2d": [((67, 45), 7, 3, (32, 16)), ((130, 97), 12, 5, (64, 32))],
+    "heat1d": [((257,), 23, 4, (64,), None), ((1000,), 24, 5, (256,), 12)],
+    "heat2d": [((67, 45), 7, 3, (32, 16), None), ((130, 97), 12, 5, (64, 32), 6)],
+    "heat3d": [((19, 23, 17), 5, 2, (0, 8, 8), None), ((33, 20, 25), 6, 2, (16, 16, 8), 3)],
+    "jacobi2d": [((67, 45), 7, 3, (32, 16), None), ((130, 97), 12, 3, (64, 32), 4)],
 }
 
 
@@ -102,13 +104,15 @@ def verify(benches, scheds, forms=("clamp", "group", "ghost"), machine=None, log
     C.warn_quiet()
     fails = 0
     for name in benches:
-        for shape, T, group, tile in CASES[name]:
+        for shape, T, group, tile, chunk in CASES[name]:
             u0 = C.make_input_array(list(reversed(shape)))
             ref = run(name, u0, T)
             for form in forms:
+                if form == "ghost" and chunk:
+                    continue  # the ghost form runs as one pipeline only
                 for s in scheds:
                     ok, msg = C.checked_run(
-                        lambda: HS.build(name, shape, T, form, group, [t or None for t in tile]),
+                        lambda: HS.build(name, shape, T, form, group, [t or None for t in tile], chunk),
                         s, u0, machine, lambda out: compare(name, out, u0, T, ref))
                     fails += not ok
                     log("%-8s %-12s T=%-3d %-5s %-14s %s  %s" % (

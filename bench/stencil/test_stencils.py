@@ -68,16 +68,17 @@ def _halide():
 
 def _check(name, case, sched, form):
     C, HS = _halide()
-    shape, T, group, tile = case
+    shape, T, group, tile, chunk = case
     u0 = C.make_input_array(list(reversed(shape)))
-    b = HS.build(name, shape, T, form, group, [t or None for t in tile])
-    out = C.run_once(b, sched, u0, machine=(2, 1 << 20, 40), pad=b.info["pad"])
+    b = HS.build(name, shape, T, form, group, [t or None for t in tile], chunk)
+    out = C.run_once(b, sched, u0, machine=(2, 1 << 20, 40))
     ok, msg = R.compare(name, out, u0, T)
     assert ok, "%s %s %s %s: %s" % (name, shape, sched, form, msg)
 
 
 # First case of each stencil: naive in the clamp and ghost forms, manual in all
-# three; second case: each schedule in its default form (clamp, group).
+# three; second case (T steps in chunks): each schedule in its default form
+# (clamp, group).
 RUNS = ([(n, R.CASES[n][0], "naive", f) for n in R.CASES for f in ("clamp", "ghost")] +
         [(n, R.CASES[n][0], "manual", f) for n in R.CASES for f in ("clamp", "group", "ghost")] +
         [(n, R.CASES[n][1], s, f) for n in R.CASES for s, f in (("naive", "clamp"), ("manual", "group"))])
@@ -100,11 +101,12 @@ def test_cli_time_and_dump(tmp_path):
     _halide()
     cli = [sys.executable, os.path.join(HERE, "halide_stencils.py")]
     env = dict(os.environ, HL_NUM_THREADS="1")
-    res = subprocess.run(cli + ["time", "--bench", "heat2d", "--n", "64", "--T", "6", "--sched", "manual",
-                                "--group", "3", "--tile", "32,16", "--reps", "2", "--warmup", "1"],
+    res = subprocess.run(cli + ["time", "--bench", "heat2d", "--n", "64", "--T", "6", "--chunk", "3",
+                                "--sched", "manual", "--group", "2", "--tile", "32,16", "--reps", "2",
+                                "--warmup", "1"],
                          env=env, capture_output=True, text=True, check=True)
     rec = json.loads(res.stdout.strip().splitlines()[-1])
-    assert rec["status"] == "ok" and rec["shape"] == [64, 64] and rec["T"] == 6
+    assert rec["status"] == "ok" and rec["shape"] == [64, 64] and rec["T"] == 6 and rec["chunk"] == 3
     assert len(rec["times_ms"]) == 2 and rec["nan"] == 0 and rec["tile"] == [32, 16]
     prefix = str(tmp_path / "h3")
     subprocess.run(cli + ["dump", "--bench", "heat3d", "--shape", "19,23,17", "--T", "4", "--form", "ghost",
