@@ -776,8 +776,9 @@ static int run_config(ps_context *ctx, const ps_graph *g, uint64_t seed, const c
     S->plan_mode_s[c->fusion] += now_s() - t0;
     S->plan_mode_n[c->fusion]++;
     if (getenv("PS_TEST_VERBOSE"))
-        printf("plan %s %d stages %d threads tile %lldx%lld: %.3f s %s\n", mode_name(c->fusion), nt, c->threads,
-               (long long)c->tile_h, (long long)c->tile_w, now_s() - t0, ps_status_str(st));
+        printf("plan (seed %llu) %s %d tensors %d threads tile %lldx%lld: %.3f s %s\n", (unsigned long long)seed,
+               mode_name(c->fusion), nt, c->threads, (long long)c->tile_h, (long long)c->tile_w, now_s() - t0,
+               ps_status_str(st));
     ps_graph_destroy(copy);
     tu_checks++;
     if (c->fusion == PS_FUSION_FIXED) S->fixed_tried++;
@@ -921,6 +922,8 @@ static int run_config(ps_context *ctx, const ps_graph *g, uint64_t seed, const c
 
 int main(void)
 {
+    /* verbose: line by line, so that the last plan before a crash shows */
+    if (getenv("PS_TEST_VERBOSE")) setvbuf(stdout, NULL, _IOLBF, 0);
     const uint64_t seed0 = tu_seed("test_graph_random", 20240);
     const char *ce = getenv("PS_TEST_COUNT");
     const int count = ce && *ce ? atoi(ce) : DEFAULT_COUNT;
