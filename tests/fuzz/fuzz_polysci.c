@@ -1137,6 +1137,7 @@ static void fuzz_graph(rd *r)
     g_tame = 1;
     const int calls = u8(r) % (FUZZ_GRAPH_MAX_CALLS + 1);
     for (int i = 0; i < calls && r->n; i++) graph_call(r, g);
+    if (g_verbose) gr_print_graph(g, stderr);
     char msg[600];
     if (gr_check_domains(g, msg, sizeof msg)) {
         gr_print_graph(g, stderr);
