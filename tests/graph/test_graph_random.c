@@ -27,7 +27,7 @@
  * built and evaluated (the builder's domains are checked against the
  * definitions) and the test exits 77 (skipped).
  *
- * PS_TEST_COUNT: graphs (default 200; 40 under ASan). PS_TEST_VERBOSE=1
+ * PS_TEST_COUNT: graphs (default 200; 100 under ASan). PS_TEST_VERBOSE=1
  * prints every plan's time and every refused FIXED grouping. */
 #include <pthread.h>
 #include <time.h>
@@ -46,7 +46,7 @@
  * planner's isl analysis runs several times slower, so that run takes fewer;
  * PS_TEST_COUNT overrides both. */
 #if defined(__SANITIZE_ADDRESS__)
-#define DEFAULT_COUNT 40
+#define DEFAULT_COUNT 100
 #else
 #define DEFAULT_COUNT 200
 #endif
