@@ -8,10 +8,14 @@
  * validate/output size/flops, the plan's schedule passes ps_schedule_check and
  * round-trips through format/parse, pack + execute match the reference within
  * ref_tolerance, dst is fully written (pre-filled with NaN), inputs are not
- * modified, and (every few shapes) a second execute is bitwise identical. */
+ * modified, and (every few shapes) a second execute is bitwise identical.
+ * The same in a context with a 64 KiB L3 (streamed outputs), and in ones
+ * with a 128 KiB L2 and a slow or a fast L3, where the expert's cache rules
+ * apply to these small shapes. */
 #define _POSIX_C_SOURCE 200809L
 #include <time.h>
 
+#include "plan/context_impl.h"
 #include "reference.h"
 #include "test_util.h"
 
@@ -465,10 +469,32 @@ int main(void)
                 n_streamed, st.shapes - shapes_before, n_made);
         st.failed++;
     }
+    const int stream_shapes_run = st.shapes - shapes_before;
+    /* The expert rules that follow a slow last level and the L2's size
+     * (docs/expert-rules.md): a context whose L3 is as slow as memory, with
+     * a 128 KiB L2 and a 16 KiB L1, so that the small shapes here have filter
+     * banks and images beyond half of L2; then with a fast L3 (the
+     * input-stationary rules). Each time the fixed shapes and a tenth as
+     * many random ones as above, planned with the expert schedule
+     * (PS_RANKER_NONE: what the default options run on a slow L3). */
+    const int rules_before = st.shapes;
+    for (int fast = 0; fast <= 1; fast++) {
+        if (tu_context_with_caches(2, 16 << 10, 128 << 10, 1 << 20, &ctx) != PS_SUCCESS) return 1;
+        tu_set_l3_speed(ctx, fast ? 3 : 1);
+        g_rankers[0] = PS_RANKER_NONE;
+        g_n_rankers = 1;
+        for (int i = 0; i < n_fixed + n_random / 10; i++) {
+            const int idx = n_fixed + n_random + stream_shapes_run + (st.shapes - rules_before);
+            tu_rng shape_rng = {seed ^ (0xD6E8FEB86659FD93ull * (uint64_t)(i + 1 + 1000 * fast))};
+            const ps_conv_desc d = i < n_fixed ? fixed[i].d : random_shape(&shape_rng, i);
+            run_shape(ctx, &shape_rng, idx, &d, &st, 0);
+        }
+        ps_context_destroy(ctx);
+    }
     printf("test_conv_random: %d shapes (%d fixed + %d random, then %d in a 64 KiB-L3 context: %d with streaming "
-           "stores), %d failed; max normalized error %.3g (<= 1 passes, tol(L) = 8u*sqrt(L)+2u); time %.1fs (plan "
-           "%.1fs, exec %.1fs, reference %.1fs)\n",
-           st.shapes, n_fixed, n_random, st.shapes - shapes_before, n_streamed, st.failed, st.max_norm_err, now_s() - t0, st.t_plan, st.t_exec,
-           st.t_ref);
+           "stores, then %d with a 128 KiB L2 and a slow and a fast L3), %d failed; max normalized error %.3g (<= 1 "
+           "passes, tol(L) = 8u*sqrt(L)+2u); time %.1fs (plan %.1fs, exec %.1fs, reference %.1fs)\n",
+           st.shapes, n_fixed, n_random, stream_shapes_run, n_streamed, st.shapes - rules_before, st.failed,
+           st.max_norm_err, now_s() - t0, st.t_plan, st.t_exec, st.t_ref);
     return st.failed || tu_failures ? 1 : 0;
 }

@@ -49,7 +49,8 @@ static ps_status product_ok(const char *what, const int64_t *f, int n)
     return PS_SUCCESS;
 }
 
-static ps_status validate_conv(const ps_conv_desc *c)
+/* Checks conv c and derives its canonical shape into *s. */
+static ps_status validate_conv(const ps_conv_desc *c, ps_conv_shape *s)
 {
     ps_status st;
     const struct { const char *n; int64_t v; } pos[] = {
@@ -87,9 +88,8 @@ static ps_status validate_conv(const ps_conv_desc *c)
         return ps_error(PS_ERR_INVALID_ARG, "conv: unknown weight layout %d", (int)c->weight_layout);
     if (c->post_ops & ~(PS_POST_BIAS | PS_POST_RELU))
         return ps_error(PS_ERR_INVALID_ARG, "conv: unknown post_ops bits 0x%x", c->post_ops & ~(PS_POST_BIAS | PS_POST_RELU));
-    ps_conv_shape s;
-    ps_conv_shape_of(c, &s);
-    const int64_t src[] = {s.N, s.C, s.H, s.W}, dst[] = {s.N, s.K, s.OH, s.OW}, wei[] = {s.K, s.C, s.R, s.S};
+    ps_conv_shape_of(c, s);
+    const int64_t src[] = {s->N, s->C, s->H, s->W}, dst[] = {s->N, s->K, s->OH, s->OW}, wei[] = {s->K, s->C, s->R, s->S};
     if ((st = product_ok("conv src", src, 4)) || (st = product_ok("conv dst", dst, 4)) || (st = product_ok("conv weights", wei, 4)))
         return st;
     return PS_SUCCESS;
@@ -127,17 +127,34 @@ static ps_status validate_gemm(const ps_gemm_desc *g)
     return PS_SUCCESS;
 }
 
-ps_status ps_desc_validate(const ps_desc *desc)
+ps_status ps_problem_of(const ps_desc *desc, ps_problem *p)
 {
     if (!desc) return ps_error(PS_ERR_NULL_POINTER, "desc is NULL");
     if (desc->struct_size != sizeof *desc)
         return ps_error(PS_ERR_INVALID_ARG, "desc.struct_size is %zu, expected %zu: initialise with ps_desc_init_conv/ps_desc_init_gemm",
                         desc->struct_size, sizeof *desc);
+    ps_problem q;
+    memset(&q, 0, sizeof q);
+    ps_status st;
     switch (desc->kind) {
-    case PS_OP_CONV_FWD: return validate_conv(&desc->u.conv);
-    case PS_OP_GEMM: return validate_gemm(&desc->u.gemm);
+    case PS_OP_CONV_FWD:
+        if ((st = validate_conv(&desc->u.conv, &q.conv))) return st;
+        break;
+    case PS_OP_GEMM:
+        if ((st = validate_gemm(&desc->u.gemm))) return st;
+        ps_gemm_shape_of(&desc->u.gemm, &q.gemm);
+        break;
+    default: return ps_error(PS_ERR_INVALID_ARG, "desc.kind %d is not a known operation", (int)desc->kind);
     }
-    return ps_error(PS_ERR_INVALID_ARG, "desc.kind %d is not a known operation", (int)desc->kind);
+    q.desc = *desc;
+    *p = q;
+    return PS_SUCCESS;
+}
+
+ps_status ps_desc_validate(const ps_desc *desc)
+{
+    ps_problem p;
+    return ps_problem_of(desc, &p);
 }
 
 void ps_conv_shape_of(const ps_conv_desc *d, ps_conv_shape *s)

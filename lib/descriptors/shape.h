@@ -26,9 +26,10 @@ typedef struct ps_conv_shape {
 /* Strided 1x1 convs whose output rows are narrower than PS_SUBSAMPLE_MAX_OW
  * and that compute at least 2 * PS_SUBSAMPLE_MIN_K flops per copied input
  * float run over a subsampled copy of their input (ps_conv_shape). Measured
- * on an Intel Xeon (2 threads; session 13, docs/performance.md): OW = 7 and
- * 14 with K >= 512 gained 3-12%; OW = 28, or K = 128 / 256, lost 3-12% to
- * the copy. */
+ * on an Intel Xeon (2 threads), each layer's plan with and without the copy:
+ * OW = 7 and 14 with K >= 512 gained 3-12%; OW = 28, or K = 128 / 256, lost
+ * 3-12% to the copy (ResNet-50's strided 1x1 layers: `bash bench/ab.sh OLD
+ * NEW 3 /tmp/ab -- conv --layers resnet50 --only resnet_1 --N 2`). */
 #define PS_SUBSAMPLE_MAX_OW 28
 #define PS_SUBSAMPLE_MIN_K 512
 
@@ -105,7 +106,7 @@ void ps_gemm_shape_of(const ps_gemm_desc *d, ps_gemm_shape *s);
 
 /* Whether the executor packs per-thread panels instead of a packing pass
  * (ps_exec.panels, given a schedule that suits them), with the expert's
- * large band tiles (ps_schedule_expert): where both operands are larger
+ * large band tiles (ps_expert_schedule): where both operands are larger
  * than the last-level cache (llc_bytes; 0 = unknown: no), or the larger one
  * is at least panel_bytes (ps_machine_panel_bytes; 0 = no). Then a copy made
  * ahead of the kernels cannot stay in cache until they read it: the pass
@@ -135,6 +136,21 @@ static inline int ps_gemm_a_in_place(const ps_gemm_shape *g, int64_t col_blocks)
 {
     return !g->trans_a && g->alpha == 1.0f && col_blocks <= PS_GEMM_A_IN_PLACE_MAX_COL_BLOCKS;
 }
+
+/* The canonical problem of a valid descriptor, formed once at the API
+ * boundary (ps_problem_of) and handed down whole, the way a oneDNN primitive
+ * descriptor is: the planner, the expert rules, the variant space, the
+ * rankers and the executor take it and neither validate the descriptor again
+ * nor recompute its shape. */
+typedef struct ps_problem {
+    ps_desc desc;       /* the user's descriptor: layouts, post-ops, a GEMM's rows and columns as the user sees them */
+    ps_conv_shape conv; /* PS_OP_CONV_FWD: the canonical geometry (ps_conv_shape_of) */
+    ps_gemm_shape gemm; /* PS_OP_GEMM: the normalized column-major problem (ps_gemm_shape_of) */
+} ps_problem;
+
+/* Validates desc (ps_desc_validate: the same checks, codes and messages) and
+ * derives its canonical shape into *p; *p is written only on success. */
+ps_status ps_problem_of(const ps_desc *desc, ps_problem *p);
 
 /* Element counts (validated: they fit in int64 and size_t bytes). */
 int64_t ps_conv_src_elems(const ps_conv_shape *s);

@@ -95,7 +95,8 @@ static int stream_output(const ps_exec *e, double out_bytes, size_t stream_bytes
  * all threads fill and then read (a barrier, and each core reading the
  * lines the other wrote), resnet_16 (1x1/2, 1024 -> 512) at N = 1, where
  * both threads read the whole image, ran 0.90 -> 0.99x oneDNN, resnet_10
- * 0.96 -> 0.99 (Xeon VM, 2 threads, docs/performance.md "Session 31"). */
+ * 0.96 -> 0.99 (Intel Xeon VM, 2 threads; `bash bench/ab.sh OLD NEW 3
+ * /tmp/ab -- conv --layers resnet50 --only resnet_1 --N 1`). */
 static ps_status copy_parts(ps_exec *e)
 {
     const ps_conv_shape *c = &e->conv;
@@ -128,12 +129,12 @@ static ps_status copy_parts(ps_exec *e)
     return PS_SUCCESS;
 }
 
-static ps_status build_conv(ps_exec *e, const ps_conv_desc *d, size_t stream_bytes)
+static ps_status build_conv(ps_exec *e, const ps_problem *p, size_t stream_bytes)
 {
-    ps_conv_shape_of(d, &e->conv);
+    e->conv = p->conv;
     const ps_conv_shape *c = &e->conv;
-    e->post_ops = d->post_ops;
-    e->nchw = d->layout == PS_LAYOUT_NCHW;
+    e->post_ops = p->desc.u.conv.post_ops;
+    e->nchw = p->desc.u.conv.layout == PS_LAYOUT_NCHW;
     e->m_tail = c->K - (e->ext[PS_DIM_K] - 1) * e->ks.m;
     e->m_rows[0] = ps_exec_kernel_rows(e->ks.m);
     e->m_rows[1] = ps_exec_kernel_rows(e->m_tail);
@@ -279,9 +280,9 @@ static int gemm_panel_walk(ps_exec *e)
     return chunk_loops == 1 || e->ext[PS_DIM_C] == 1;
 }
 
-static ps_status build_gemm(ps_exec *e, const ps_gemm_desc *d, size_t llc_bytes, size_t panel_bytes, size_t stream_bytes)
+static ps_status build_gemm(ps_exec *e, const ps_problem *p, size_t llc_bytes, size_t panel_bytes, size_t stream_bytes)
 {
-    ps_gemm_shape_of(d, &e->gemm);
+    e->gemm = p->gemm;
     const ps_gemm_shape *g = &e->gemm;
     e->m_tail = g->M - (e->ext[PS_DIM_K] - 1) * e->ks.m;
     e->m_rows[0] = e->ks.m; /* not padded: A may be read in place */
@@ -345,15 +346,15 @@ static void layout_thread_region(ps_exec *e)
     e->thread_bytes = e->copy_offset + round_region((size_t)(e->copy_cap * e->copy_row_floats) * sizeof(float));
 }
 
-ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads, const ps_machine *m)
+ps_status ps_exec_build(ps_exec *e, const ps_problem *p, const ps_schedule *sched, int nthreads, const ps_machine *m)
 {
     memset(e, 0, sizeof *e);
     const ps_stage *sg = &sched->stages[0];
-    e->kind = desc->kind;
+    e->kind = p->desc.kind;
     e->ks = sg->kernel;
     e->n_loops = sg->n_loops;
     memcpy(e->loops, sg->loops, sizeof e->loops);
-    if (desc->kind == PS_OP_GEMM && desc->u.gemm.order == PS_ROW_MAJOR) {
+    if (e->kind == PS_OP_GEMM && p->desc.u.gemm.order == PS_ROW_MAJOR) {
         /* The schedule speaks of the user's rows (m) and columns (n) of C;
          * the executor computes the transposed column-major problem. */
         e->ks.m = sg->kernel.n;
@@ -364,15 +365,15 @@ ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sche
     while (e->n_parallel < e->n_loops && e->loops[e->n_parallel].parallel) e->n_parallel++;
     e->clear_upper = __builtin_cpu_supports("avx");
     e->nthreads = nthreads < 1 ? 1 : nthreads;
-    if (desc->kind == PS_OP_GEMM) {
-        ps_gemm_shape g;
-        ps_gemm_shape_of(&desc->u.gemm, &g);
+    if (e->kind == PS_OP_GEMM) {
+        /* The normalized problem's tile space (the kernel swapped above). */
+        const ps_gemm_shape *g = &p->gemm;
         e->ext[PS_DIM_N] = e->ext[PS_DIM_OH] = 1;
-        e->ext[PS_DIM_K] = (g.M + e->ks.m - 1) / e->ks.m;
-        e->ext[PS_DIM_OW] = (g.N + e->ks.n - 1) / e->ks.n;
-        e->ext[PS_DIM_C] = ((g.K + e->ks.k - 1) / e->ks.k + e->ks.batch - 1) / e->ks.batch;
+        e->ext[PS_DIM_K] = (g->M + e->ks.m - 1) / e->ks.m;
+        e->ext[PS_DIM_OW] = (g->N + e->ks.n - 1) / e->ks.n;
+        e->ext[PS_DIM_C] = ((g->K + e->ks.k - 1) / e->ks.k + e->ks.batch - 1) / e->ks.batch;
     } else {
-        ps_tile_space_extents(desc, &e->ks, e->ext);
+        ps_tile_space_extents(p, &e->ks, e->ext);
     }
     /* The parallel band's iterations, counted once here for every execution
      * (the same walk ps_rank_shape counts for the rankers). */
@@ -386,9 +387,9 @@ ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sche
      * in a pass give every thread a share of it (build_gemm). */
     e->team = (int)min64(e->nthreads, max64(e->band_total, 1));
     const size_t stream_bytes = ps_machine_stream_bytes(m);
-    ps_status st = desc->kind == PS_OP_GEMM ? build_gemm(e, &desc->u.gemm, ps_machine_cache_bytes(m, 3),
-                                                         ps_machine_panel_bytes(m), stream_bytes)
-                                            : build_conv(e, &desc->u.conv, stream_bytes);
+    ps_status st = e->kind == PS_OP_GEMM ? build_gemm(e, p, ps_machine_cache_bytes(m, 3), ps_machine_panel_bytes(m),
+                                                      stream_bytes)
+                                         : build_conv(e, p, stream_bytes);
     if (st) {
         ps_exec_release(e);
         return st;

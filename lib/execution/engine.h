@@ -116,12 +116,11 @@ typedef struct ps_exec {
     ps_kernel_set gemm_kernels[2]; /* [n is remainder] */
 } ps_exec;
 
-/* Builds *e for a validated descriptor and checked schedule; the machine's
+/* Builds *e for problem p and a schedule checked for it; the machine's
  * last-level cache and ps_machine_panel_bytes decide how GEMM operands are
- * packed (ps_gemm_panels_pay), and
- * ps_machine_stream_bytes which outputs are streamed. On failure e holds
- * nothing to free. */
-ps_status ps_exec_build(ps_exec *e, const ps_desc *desc, const ps_schedule *sched, int nthreads, const ps_machine *m);
+ * packed (ps_gemm_panels_pay), and ps_machine_stream_bytes which outputs are
+ * streamed. On failure e holds nothing to free. */
+ps_status ps_exec_build(ps_exec *e, const ps_problem *p, const ps_schedule *sched, int nthreads, const ps_machine *m);
 void ps_exec_release(ps_exec *e);
 
 /* Rows a kernel for an m-row block computes. LIBXSMM 1.17 builds a block

@@ -8,6 +8,7 @@
 #include <string.h>
 
 static inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static inline int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 static inline int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* Element (c, y, x) of a stored tensor or region is at
@@ -55,8 +56,9 @@ static const float *fetch(const view *v, int64_t c, int64_t y, int64_t x0, int64
     /* Columns before the domain, inside it (one copy), after it. */
     int64_t a = x0 < lo ? (lo - x0 < n ? lo - x0 : n) : 0;
     int64_t b = x0 + n > hi ? (x0 + n - hi < n - a ? x0 + n - hi : n - a) : 0;
-    float left = bd == PS_BOUNDARY_ZERO ? 0.0f : row[(lo - v->x0) * v->ps];
-    float right = bd == PS_BOUNDARY_ZERO ? 0.0f : row[(hi - 1 - v->x0) * v->ps];
+    /* the edge pixels are stored only when a clamped read needs them */
+    float left = a && bd != PS_BOUNDARY_ZERO ? row[(lo - v->x0) * v->ps] : 0.0f;
+    float right = b && bd != PS_BOUNDARY_ZERO ? row[(hi - 1 - v->x0) * v->ps] : 0.0f;
     for (int64_t i = 0; i < a; i++) stage[i] = left;
     const float *src = row + (x0 + a - v->x0) * v->ps;
     if (v->ps == 1) memcpy(stage + a, src, (size_t)(n - a - b) * sizeof *stage);
@@ -93,18 +95,33 @@ static void compute_stage(const ps_graph_plan *pl, int s, const ps_box *B, const
     int64_t y1 = B->y0 + B->h, w = B->w;
     switch (S->kind) {
     case PS_NODE_STENCIL: {
-        int64_t len = S->sx * (w - 1) + (X->dx_max - X->dx_min) + 1, xs = S->sx * B->x0 + X->dx_min;
+        /* Columns whose taps all fall inside the input's domain read it in
+         * place; only the few at the domain's edges go through a copy with
+         * the boundary applied (a whole-row copy per row would double the
+         * traffic of wide tiles). */
+        const ps_box *d = &in[0].dom;
+        int64_t ix0 = ceil_div(d->x0 - X->dx_min, S->sx), ix1 = floor_div(d->x0 + d->w - 1 - X->dx_max, S->sx) + 1;
+        if (ix0 < B->x0) ix0 = B->x0;
+        if (ix1 > B->x0 + w) ix1 = B->x0 + w;
+        if (ix1 < ix0) ix1 = ix0 = B->x0 + w; /* no interior: one edge part */
+        int64_t part[3][2] = {{B->x0, ix0}, {ix0, ix1}, {ix1, B->x0 + w}};
         for (int64_t c = 0; c < S->c; c++) {
             const float *wts = S->w + (S->per_channel ? c * S->n_taps : 0);
             for (int64_t y = B->y0; y < y1; y++) {
-                for (int r = 0; r < X->n_rows; r++)
-                    tb->rowp[r] = fetch(&in[0], c, S->sy * y + X->row_dy[r], xs, len, S->boundary, tb->staging + r * len,
-                                        tb->zeros);
-                for (int t = 0; t < S->n_taps; t++) tb->src[t] = tb->rowp[X->tap_row[t]] + (S->dx[t] - X->dx_min);
-                float *d = dst_row(out, c, y, B->x0, tb->temp);
-                if (S->reduce == PS_REDUCE_SUM) K->sum(d, w, tb->src, wts, S->n_taps, S->sx, 0.0f);
-                else K->maxmin(d, w, tb->src, wts, S->n_taps, S->sx, S->reduce == PS_REDUCE_MAX);
-                put_row(out, c, y, B->x0, w, d);
+                float *dst = dst_row(out, c, y, B->x0, tb->temp);
+                for (int pi = 0; pi < 3; pi++) {
+                    int64_t a = part[pi][0], np = part[pi][1] - a;
+                    if (np <= 0) continue;
+                    int64_t len = S->sx * (np - 1) + (X->dx_max - X->dx_min) + 1, xs = S->sx * a + X->dx_min;
+                    for (int r = 0; r < X->n_rows; r++)
+                        tb->rowp[r] = fetch(&in[0], c, S->sy * y + X->row_dy[r], xs, len, S->boundary,
+                                            tb->staging + r * len, tb->zeros);
+                    for (int t = 0; t < S->n_taps; t++) tb->src[t] = tb->rowp[X->tap_row[t]] + (S->dx[t] - X->dx_min);
+                    float *dp = dst + (a - B->x0);
+                    if (S->reduce == PS_REDUCE_SUM) K->sum(dp, np, tb->src, wts, S->n_taps, S->sx, 0.0f);
+                    else K->maxmin(dp, np, tb->src, wts, S->n_taps, S->sx, S->reduce == PS_REDUCE_MAX);
+                }
+                put_row(out, c, y, B->x0, w, dst);
             }
         }
         return;
@@ -164,13 +181,21 @@ static void compute_stage(const ps_graph_plan *pl, int s, const ps_box *B, const
 /* The stored tensor of stage s for image n: a graph input, the workspace
  * copy, or (output = 1) the user's output. */
 static view memory_view(const ps_graph_plan *pl, int s, int64_t n, const float *const *inputs, float *const *outputs,
-                        float *ws, int output)
+                        float *ws, int output, const float *zeros)
 {
     const ps_pstage *S = &pl->pipe.st[s];
     view v = {0};
     v.dom = S->dom;
     v.ring = 0;
     v.stream = NULL;
+    if (S->needless) {
+        /* Every read of it falls outside its domain (boundary ZERO): the
+         * reads never reach a pixel; a zero row stands in. */
+        v.base = (float *)zeros;
+        v.y0 = S->dom.y0;
+        v.x0 = S->dom.x0;
+        return v;
+    }
     if (S->kind == PS_NODE_INPUT || output) {
         const ps_box *r = output ? &S->out_region : &S->dom;
         float *base = output ? outputs[S->output_index] : (float *)inputs[S->input_index];
@@ -322,12 +347,12 @@ static void run_tile(const ps_graph_plan *pl, const ps_gx_group *g, int64_t n, i
             for (int j = 0; j < S->n_in; j++) {
                 int mk = m->in_member[j];
                 in[j] = mk >= 0 ? scratch_view(pl, &g->mem[mk], &boxes[mk], tb->area)
-                                : memory_view(pl, S->in[j], n, inputs, outputs, ws, 0);
+                                : memory_view(pl, S->in[j], n, inputs, outputs, ws, 0, tb->zeros);
             }
             view out;
             int to_output = S->output_index >= 0, to_ws = pl->xs[m->stage].ws_off != SIZE_MAX;
             if (m->direct) {
-                out = memory_view(pl, m->stage, n, inputs, outputs, ws, to_output);
+                out = memory_view(pl, m->stage, n, inputs, outputs, ws, to_output, tb->zeros);
                 out.stream = m->stream ? pl->k : NULL;
             } else {
                 out = scratch_view(pl, m, B, tb->area);
@@ -339,12 +364,12 @@ static void run_tile(const ps_graph_plan *pl, const ps_gx_group *g, int64_t n, i
                 own = ps_box_intersect(&own, &rows);
                 if (to_ws) {
                     ps_box r = ps_box_intersect(&own, &S->need);
-                    view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 0);
+                    view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 0, tb->zeros);
                     if (!ps_box_empty(&r)) copy_out(S, &out, &to, &r);
                 }
                 if (to_output) {
                     ps_box r = ps_box_intersect(&own, &S->out_region);
-                    view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 1);
+                    view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 1, tb->zeros);
                     if (!ps_box_empty(&r)) copy_out(S, &out, &to, &r);
                 }
             }

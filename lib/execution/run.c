@@ -45,8 +45,8 @@ static ps_brgemm kernel_for(const ps_kernel_set *ks, int mt, int part, int beta,
  * the vector registers dirty, and the code between calls (this file) is
  * built for plain x86-64, i.e. with SSE instructions: on Intel cores each
  * of those then waits on the dirty state, ~700 cycles per call between
- * the calls of a 2048x4096x32 GEMM (0.4 ms of its 2.0; the Xeon VM of
- * sessions 13-16, docs/performance.md "Session 16"). A vzeroupper after
+ * the calls of a 2048x4096x32 GEMM (0.4 ms of its 2.0 on an Intel Xeon VM;
+ * tests/test_vector_state.c checks the state it leaves). A vzeroupper after
  * the call (where the CPU has AVX; the kernels reload all their registers)
  * removes it. The clobbers tell a compiler that keeps vector values in
  * registers across the asm (an AVX build) that they are gone; the call
@@ -453,7 +453,8 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
          * block (kb, nb) at (nb * KB + kb) * k * n, by all threads at the start
          * of the kernels' parallel region: one fork instead of three, which
          * counts where a whole GEMM takes tens of microseconds (128^3: 0.85 ->
-         * 0.88x dnnl_sgemm, docs/performance.md "Session 22"). */
+         * 0.88x dnnl_sgemm; `bash bench/ab.sh OLD NEW 3 /tmp/ab -- gemm
+         * --layers FILE` with a layers file holding `g128 128 128 128`). */
         float *next = scratch;
         if (!e->panels) {
             if (e->pack_a) {

@@ -431,7 +431,7 @@ static ps_status greedy(ps_fusion_state *fs, int *stage_group, int *ng_out)
 {
     const ps_pipeline *p = fs->p;
     int n = p->n, ng = 0;
-    for (int s = 0; s < n; s++) stage_group[s] = p->st[s].kind == PS_NODE_INPUT ? -1 : ng++;
+    for (int s = 0; s < n; s++) stage_group[s] = ps_pstage_computed(&p->st[s]) ? ng++ : -1;
     int *size = calloc((size_t)(ng + 1), sizeof *size), *m = malloc(((size_t)n + 1) * sizeof *m);
     if (!size || !m) {
         free(size);
@@ -541,7 +541,7 @@ static ps_status dp_grouping(ps_fusion_state *fs, int group_limit, int *stage_gr
     int n = p->n, nu = 0;
     int *stage_unit = malloc(((size_t)n + 1) * sizeof *stage_unit);
     if (!stage_unit) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
-    for (int s = 0; s < n; s++) stage_unit[s] = p->st[s].kind == PS_NODE_INPUT ? -1 : nu++;
+    for (int s = 0; s < n; s++) stage_unit[s] = ps_pstage_computed(&p->st[s]) ? nu++ : -1;
     int limit = group_limit > 0 ? group_limit : nu <= PS_DP_UNBOUNDED_UNITS ? nu + 1 : PS_DP_FIRST_LIMIT;
     int covered = limit; /* largest group a pass may have formed, in stages */
     ps_status st = PS_SUCCESS;
@@ -601,14 +601,14 @@ ps_status ps_fuse(ps_fusion_state *fs, ps_fusion mode, const int *group_in, int 
     *states = 0;
     switch (mode) {
     case PS_FUSION_NONE:
-        for (int s = 0; s < p->n; s++) group_of[s] = p->st[s].kind == PS_NODE_INPUT ? -1 : ng++;
+        for (int s = 0; s < p->n; s++) group_of[s] = ps_pstage_computed(&p->st[s]) ? ng++ : -1;
         break;
     case PS_FUSION_FIXED: {
         int *ids = malloc(((size_t)p->n + 1) * sizeof *ids);
         if (!ids) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
         for (int s = 0; s < p->n; s++) {
             group_of[s] = -1;
-            if (p->st[s].kind == PS_NODE_INPUT) continue;
+            if (!ps_pstage_computed(&p->st[s])) continue;
             int g = 0;
             while (g < ng && ids[g] != group_in[s]) g++;
             if (g == ng) ids[ng++] = group_in[s];

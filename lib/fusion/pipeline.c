@@ -376,6 +376,16 @@ ps_status ps_pipeline_build(const ps_graph *g, int inline_pointwise, ps_pipeline
             }
         }
         S->need = ps_box_intersect(&need, &S->dom);
+        S->needless = S->kind != PS_NODE_INPUT && ps_box_empty(&S->need);
+    }
+    /* A needless stage computes nothing, so it reads nothing: its producers
+     * do not count it as a consumer. */
+    for (int s = 0; s < m; s++) {
+        ps_pstage *P = &out->st[s];
+        int k = 0;
+        for (int c = 0; c < P->n_cons; c++)
+            if (!out->st[P->cons[c]].needless) P->cons[k++] = P->cons[c];
+        P->n_cons = k;
     }
     free(live);
     free(remap);

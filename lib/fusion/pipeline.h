@@ -49,7 +49,12 @@ typedef struct ps_pstage {
     ps_act_layout layout;
     ps_box out_region;
     int graph_tensor;        /* the tensor of the user's graph */
+    int needless;            /* a stage whose consumers read only outside its domain (boundary
+                                ZERO): never computed, read as zeros */
 } ps_pstage;
+
+/* Whether the planner computes stage s (not a graph input, not needless). */
+static inline int ps_pstage_computed(const ps_pstage *s) { return s->kind != PS_NODE_INPUT && !s->needless; }
 
 typedef struct ps_pipeline {
     int n;

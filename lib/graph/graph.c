@@ -13,6 +13,10 @@
  * planner forms (rows x columns x channels x images) stay far from 2^63. */
 #define PS_GRAPH_DIM_MAX ((int64_t)1 << 30)
 #define PS_GRAPH_ELEMS_MAX ((int64_t)1 << 40)
+/* Every domain lies inside [-2^40, 2^40) in both coordinates: offsets,
+ * strides and repeated upsampling then stay far from int64's ends in every
+ * computation the planner makes on them. */
+#define PS_GRAPH_COORD_MAX ((int64_t)1 << 40)
 
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
@@ -104,6 +108,13 @@ static ps_status check_tensor(const ps_graph *g, const char *who, const char *wh
 
 static ps_status check_size(const char *who, const ps_node *nd)
 {
+    if (nd->dom.h < 1 || nd->dom.w < 1)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\" would have no pixel (%lld x %lld)", who, nd->name,
+                        (long long)nd->dom.h, (long long)nd->dom.w);
+    if (nd->dom.y0 < -PS_GRAPH_COORD_MAX || nd->dom.x0 < -PS_GRAPH_COORD_MAX ||
+        nd->dom.y0 > PS_GRAPH_COORD_MAX - nd->dom.h || nd->dom.x0 > PS_GRAPH_COORD_MAX - nd->dom.w)
+        return ps_error(PS_ERR_OVERFLOW, "%s: \"%s\": its domain [%lld, +%lld) x [%lld, +%lld) leaves [-2^40, 2^40)", who,
+                        nd->name, (long long)nd->dom.y0, (long long)nd->dom.h, (long long)nd->dom.x0, (long long)nd->dom.w);
     int64_t e = nd->n * nd->c;
     if (nd->dom.h > PS_GRAPH_DIM_MAX || nd->dom.w > PS_GRAPH_DIM_MAX || nd->n > PS_GRAPH_DIM_MAX ||
         nd->c > PS_GRAPH_DIM_MAX || e > PS_GRAPH_ELEMS_MAX / nd->dom.h ||
@@ -231,6 +242,10 @@ ps_status ps_graph_add_stencil(ps_graph *g, const char *name, const ps_stencil *
                         "%s: \"%s\": no valid pixel: taps span %d x %d over an input of %lld x %lld (strides %d x %d)", who,
                         nd.name, dy1 - dy0 + 1, dx1 - dx0 + 1, (long long)in->dom.h, (long long)in->dom.w, nd.sy, nd.sx);
     }
+    if ((st = check_size(who, &nd))) {
+        node_release(&nd);
+        return st;
+    }
     return append(g, &nd, out);
 }
 
@@ -337,6 +352,7 @@ ps_status ps_graph_add_resample(ps_graph *g, const char *name, ps_tensor input, 
         valid_range(in->dom.y0, in->dom.h, 2, 0, 0, &nd.dom.y0, &nd.dom.h);
         valid_range(in->dom.x0, in->dom.w, 2, 0, 0, &nd.dom.x0, &nd.dom.w);
     } else {
+        /* inputs lie within +-2^40 (check_size): doubling fits */
         nd.dom = (ps_box){2 * in->dom.y0, 2 * in->dom.x0, 2 * in->dom.h, 2 * in->dom.w};
     }
     if ((st = check_size(who, &nd))) return st;
@@ -373,11 +389,12 @@ ps_status ps_graph_set_output_region(ps_graph *g, ps_tensor t, int64_t y0, int64
     if (nd->output_index < 0)
         return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\" is not an output (ps_graph_mark_output first)", who, nd->name);
     const ps_box *d = &nd->dom;
-    if (h < 1 || w < 1 || y0 < d->y0 || x0 < d->x0 || y0 > d->y0 + d->h - h || x0 > d->x0 + d->w - w)
+    if (h < 1 || w < 1 || h > d->h || w > d->w || y0 < d->y0 || x0 < d->x0 || y0 - d->y0 > d->h - h ||
+        x0 - d->x0 > d->w - w)
         return ps_error(PS_ERR_INVALID_ARG,
-                        "%s: \"%s\": region [%lld, %lld) x [%lld, %lld) is not inside the domain [%lld, %lld) x [%lld, %lld)",
-                        who, nd->name, (long long)y0, (long long)(y0 + h), (long long)x0, (long long)(x0 + w),
-                        (long long)d->y0, (long long)(d->y0 + d->h), (long long)d->x0, (long long)(d->x0 + d->w));
+                        "%s: \"%s\": region of %lld x %lld at (%lld, %lld) is not inside the domain of %lld x %lld at (%lld, %lld)",
+                        who, nd->name, (long long)h, (long long)w, (long long)y0, (long long)x0, (long long)d->h,
+                        (long long)d->w, (long long)d->y0, (long long)d->x0);
     nd->out_region = (ps_box){y0, x0, h, w};
     return PS_SUCCESS;
 }

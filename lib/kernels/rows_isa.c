@@ -38,8 +38,32 @@ static void sum_rows(float *restrict out, int64_t n, const float *const *src, co
 {
     int64_t i = 0;
     if (step == 1) {
-        /* Four vectors per pass: each weight is broadcast once for 64
-         * outputs, and four independent FMA chains hide the latency. */
+        /* Eight vectors per pass: each weight is broadcast once for 128
+         * outputs, and eight independent FMA chains cover the FMA latency
+         * (4 cycles) at two FMAs per cycle. */
+        for (; i + 128 <= n; i += 128) {
+            v16 a0 = splat(init), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+            for (int t = 0; t < n_taps; t++) {
+                const float *s = src[t] + i;
+                v16 wt = splat(w[t]);
+                a0 += wt * ld(s);
+                a1 += wt * ld(s + 16);
+                a2 += wt * ld(s + 32);
+                a3 += wt * ld(s + 48);
+                a4 += wt * ld(s + 64);
+                a5 += wt * ld(s + 80);
+                a6 += wt * ld(s + 96);
+                a7 += wt * ld(s + 112);
+            }
+            st(out + i, a0);
+            st(out + i + 16, a1);
+            st(out + i + 32, a2);
+            st(out + i + 48, a3);
+            st(out + i + 64, a4);
+            st(out + i + 80, a5);
+            st(out + i + 96, a6);
+            st(out + i + 112, a7);
+        }
         for (; i + 64 <= n; i += 64) {
             v16 a0 = splat(init), a1 = a0, a2 = a0, a3 = a0;
             for (int t = 0; t < n_taps; t++) {
@@ -246,7 +270,11 @@ static void unary(ps_expr_op op, float *restrict d, const float *restrict a, int
         }                                                                                      \
     } while (0)
 
-static void binary(ps_expr_op op, float *restrict d, const float *a, int ak, const float *b, int bk, int64_t n)
+/* restrict throughout: a destination register is never one its operation
+ * reads (lowering guarantees it), and operands that alias each other are
+ * only read. */
+static void binary(ps_expr_op op, float *restrict d, const float *restrict a, int ak, const float *restrict b, int bk,
+                   int64_t n)
 {
     switch (op) {
     case PS_EXPR_ADD: BIN_FORMS(x + y); break;
@@ -315,7 +343,7 @@ static void run_vprog(const ps_vprog *prog, float *restrict out, const float *co
                         for (int64_t i = 0; i < len; i++) konst[j][i] = op->k[j];
                         arg[j] = konst[j];
                     }
-                const float *c = arg[0], *x = arg[1], *y = arg[2];
+                const float *restrict c = arg[0], *restrict x = arg[1], *restrict y = arg[2];
                 if (op->op == PS_EXPR_SELECT) {
                     for (int64_t i = 0; i < len; i++) d[i] = c[i] != 0.0f ? x[i] : y[i];
                 } else { /* clamp(v = c, lo = x, hi = y) */

@@ -38,14 +38,14 @@ void ps_graph_plan_destroy(ps_graph_plan *pl)
 {
     if (!pl) return;
     for (int g = 0; g < pl->n_groups; g++) {
-        free(pl->groups[g].mem);
-        free(pl->groups[g].btile);
-        free(pl->groups[g].bbox);
-        free(pl->groups[g].why);
         for (int k = 0; pl->groups[g].mem && k < pl->groups[g].n; k++) {
             free(pl->groups[g].mem[k].read_by);
             free(pl->groups[g].mem[k].read_as);
         }
+        free(pl->groups[g].mem);
+        free(pl->groups[g].btile);
+        free(pl->groups[g].bbox);
+        free(pl->groups[g].why);
     }
     free(pl->groups);
     if (pl->xs)
@@ -289,9 +289,11 @@ static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *
     int64_t *maxh = calloc((size_t)n, sizeof *maxh);
     int cap = 0;
     if (!G->btile || !box || !maxh) st = ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    /* Scratch is sized by the regions tiles really have (a forced tile far
+     * larger than the image is clipped to it). */
     for (int k = 0; k < n && !st; k++) {
-        G->mem[k].max_w = G->mem[k].form.w;
-        maxh[k] = G->mem[k].form.h;
+        G->mem[k].max_w = 1;
+        maxh[k] = 1;
     }
     for (int64_t ti = ti0; ti <= ti1 && !st; ti++)
         for (int64_t tj = tj0; tj <= tj1 && !st; tj++) {
@@ -327,6 +329,7 @@ static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *
     for (int k = 0; k < n && !st; k++) {
         const ps_pstage *S = &p->st[G->mem[k].stage];
         G->needed_pts += (double)S->need.h * (double)S->need.w * (double)S->c * (double)S->n;
+        if (G->computed_pts < 0) G->computed_pts = 0;
         G->mem[k].scr_rs = (int64_t)round16((size_t)G->mem[k].max_w);
     }
     if (!st) st = size_rings(pl, G, maxh);
@@ -389,7 +392,7 @@ static ps_status explain_group(ps_graph_plan *pl, ps_fusion_state *fs, const int
         const ps_pstage *S = &p->st[G->mem[k].stage];
         for (int c = 0; c < S->n_cons && !st; c++) {
             int h = group_of[S->cons[c]];
-            if (h == gi || seen[h]) continue;
+            if (h < 0 || h == gi || seen[h]) continue;
             seen[h] = 1;
             int n = 0;
             for (int s = 0; s < p->n; s++)
@@ -536,7 +539,7 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
     /* Tensors read by another group live in the workspace. */
     for (int s = 0; s < p->n && !st; s++) {
         const ps_pstage *S = &p->st[s];
-        if (S->kind == PS_NODE_INPUT) continue;
+        if (!ps_pstage_computed(S)) continue;
         int outside = 0;
         for (int c = 0; c < S->n_cons; c++) outside |= group_of[S->cons[c]] != group_of[s];
         if (!outside) continue;
@@ -616,10 +619,12 @@ ps_status ps_graph_plan_get_stats(const ps_graph_plan *plan, ps_graph_plan_stats
         if (plan->groups[g].scratch_floats > scratch) scratch = plan->groups[g].scratch_floats;
     }
     s->n_stages = 0;
-    for (int i = 0; i < plan->pipe.n; i++) s->n_stages += plan->pipe.st[i].kind != PS_NODE_INPUT;
+    for (int i = 0; i < plan->pipe.n; i++) s->n_stages += ps_pstage_computed(&plan->pipe.st[i]);
     s->n_groups = plan->n_groups;
     s->plan_ms = plan->plan_ms;
-    s->redundant_fraction = need > 0 ? comp / need - 1.0 : 0.0;
+    /* Tiles of a strided consumer may skip rows between them that the
+     * needed region's hull counts: never below 0. */
+    s->redundant_fraction = need > 0 && comp > need ? comp / need - 1.0 : 0.0;
     s->scratch_bytes = plan->thread_floats * sizeof(float);
     s->workspace_bytes = plan->workspace_bytes;
     s->cost = cost;
@@ -708,7 +713,7 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
     size_t off = 0;
     int n_stages = 0, n_inlined = 0;
     for (int s = 0; s < p->n; s++) {
-        n_stages += p->st[s].kind != PS_NODE_INPUT;
+        n_stages += ps_pstage_computed(&p->st[s]);
         n_inlined += p->st[s].n_inlined;
     }
     ps_graph_plan_stats stats = {.struct_size = sizeof stats};

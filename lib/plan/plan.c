@@ -1,5 +1,5 @@
-/* Plans: create (validate, choose schedule, build the executor), describe,
- * pack weights, execute. */
+/* Plans: create (validate the descriptor once into its canonical problem,
+ * choose a schedule, build the executor), describe, pack weights, execute. */
 #include "plan/plan_impl.h"
 
 #include <stdio.h>
@@ -69,8 +69,8 @@ ps_status ps_plan_options_check(const char *who, const ps_plan_options **opts, p
 static void ps_plan_verbose(const ps_plan *p, const char *what, double ms, const ps_exec_profile *prof)
 {
     char key[1024], sched[512], phases[160] = "";
-    ps_plan_key(&p->desc, p->exec.nthreads, PS_RANKER_DEFAULT, 0, key, sizeof key);
-    ps_schedule_format(p->schedule, p->desc.kind, sched, sizeof sched, NULL);
+    ps_plan_key(&p->problem.desc, p->exec.nthreads, PS_RANKER_DEFAULT, 0, key, sizeof key);
+    ps_schedule_format(p->schedule, p->problem.desc.kind, sched, sizeof sched, NULL);
     if (prof) {
         const ps_exec *e = &p->exec;
         if (e->kind == PS_OP_GEMM)
@@ -91,40 +91,45 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
     *out = NULL;
     if (!ctx) return ps_error(PS_ERR_NULL_POINTER, "ps_plan_create: ctx is NULL");
     double t0 = now_ms();
-    ps_status st = ps_desc_validate(desc);
+    /* The one validation: everything below takes the canonical problem. */
+    ps_problem prob;
+    ps_status st = ps_problem_of(desc, &prob);
     if (st) return st;
     ps_plan_options def;
     if ((st = ps_plan_options_check("ps_plan_create", &opts, &def))) return st;
     const int nthreads = opts->num_threads ? opts->num_threads : ctx->num_threads;
     const int top_k = opts->top_k > 1 ? opts->top_k : 1;
-    const ps_ranker ranker = opts->ranker == PS_RANKER_DEFAULT ? ps_planner_default_ranker(&ctx->machine, desc, top_k) : opts->ranker;
+    const ps_ranker ranker = opts->ranker == PS_RANKER_DEFAULT ? ps_planner_default_ranker(&ctx->machine, &prob, top_k)
+                                                               : opts->ranker;
 
     char key[1024];
     int remember = 0; /* a newly planned schedule to put in the plan cache */
     ps_plan *p = calloc(1, sizeof *p);
     if (!p) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_plan_create: out of memory");
     p->ctx = ctx;
-    p->desc = *desc;
+    p->problem = prob;
+    const ps_problem *pr = &p->problem;
     if (opts->schedule) {
-        if ((st = ps_schedule_check(opts->schedule, desc))) goto fail;
+        if ((st = ps_schedule_check_problem(opts->schedule, pr))) goto fail;
         if (!(p->schedule = ps_schedule_copy(opts->schedule))) {
             st = ps_error(PS_ERR_OUT_OF_MEMORY, "ps_plan_create: out of memory");
             goto fail;
         }
     } else {
-        ps_plan_key(desc, nthreads, ranker, top_k, key, sizeof key);
+        ps_plan_key(&pr->desc, nthreads, ranker, top_k, key, sizeof key);
+        /* A cached schedule was checked for this key's problem when planned
+         * (or imported, lib/plan/wisdom.c). */
         if (!(opts->flags & PS_PLAN_NO_CACHE)) p->schedule = ps_cache_lookup(ctx, key);
         p->from_cache = p->schedule != NULL;
         if (!p->schedule) {
-            if ((st = ps_planner_choose(ctx, desc, nthreads, ranker, top_k, &p->schedule))) goto fail;
-            /* Whatever the ranker did, the executor only runs checked schedules. */
-            if ((st = ps_schedule_check(p->schedule, desc))) goto fail;
+            /* Every candidate is checked before the planner returns it. */
+            if ((st = ps_planner_choose(ctx, pr, nthreads, ranker, top_k, &p->schedule, NULL))) goto fail;
             remember = !(opts->flags & PS_PLAN_NO_CACHE);
         }
     }
-    if ((st = ps_exec_build(&p->exec, desc, p->schedule, nthreads, &ctx->machine))) goto fail;
+    if ((st = ps_exec_build(&p->exec, pr, p->schedule, nthreads, &ctx->machine))) goto fail;
     p->workspace_bytes = ps_exec_workspace_bytes(&p->exec);
-    if (desc->kind == PS_OP_CONV_FWD) {
+    if (pr->desc.kind == PS_OP_CONV_FWD) {
         p->weight_signature = weight_signature(&p->exec);
         p->packed_bytes = PS_PACKED_HEADER + (size_t)ps_exec_packed_weight_elems(&p->exec) * sizeof(float);
     }
@@ -152,7 +157,7 @@ void ps_plan_destroy(ps_plan *plan)
     free(plan);
 }
 
-const ps_desc *ps_plan_get_desc(const ps_plan *plan) { return plan ? &plan->desc : NULL; }
+const ps_desc *ps_plan_get_desc(const ps_plan *plan) { return plan ? &plan->problem.desc : NULL; }
 const ps_schedule *ps_plan_get_schedule(const ps_plan *plan) { return plan ? plan->schedule : NULL; }
 
 static const char *stream_note(const ps_exec *e)
@@ -165,11 +170,11 @@ ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *n
     if (!plan) return ps_error(PS_ERR_NULL_POINTER, "ps_plan_describe: plan is NULL");
     if (!buf && len) return ps_error(PS_ERR_NULL_POINTER, "ps_plan_describe: buf is NULL");
     char sched[512], text[2048];
-    ps_schedule_format(plan->schedule, plan->desc.kind, sched, sizeof sched, NULL);
+    ps_schedule_format(plan->schedule, plan->problem.desc.kind, sched, sizeof sched, NULL);
     const ps_exec *e = &plan->exec;
     int n;
-    if (plan->desc.kind == PS_OP_CONV_FWD) {
-        const ps_conv_desc *c = &plan->desc.u.conv;
+    if (plan->problem.desc.kind == PS_OP_CONV_FWD) {
+        const ps_conv_desc *c = &plan->problem.desc.u.conv;
         int64_t OH, OW;
         ps_conv_output_dims(c, &OH, &OW);
         n = snprintf(text, sizeof text,
@@ -193,7 +198,7 @@ ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *n
                      (long long)e->batch_cap, (long long)e->m_tail, (long long)e->k_tail, stream_note(e), plan->packed_bytes,
                      plan->workspace_bytes, plan->create_ms);
     } else {
-        const ps_gemm_desc *g = &plan->desc.u.gemm;
+        const ps_gemm_desc *g = &plan->problem.desc.u.gemm;
         n = snprintf(text, sizeof text,
                      "gemm f32 %s M=%lld N=%lld K=%lld trans_a=%d trans_b=%d lda=%lld ldb=%lld ldc=%lld alpha=%g beta=%g\n"
                      "schedule: %s\n"
@@ -224,7 +229,7 @@ ps_status ps_plan_packed_weights_size(const ps_plan *plan, size_t *bytes)
 {
     if (!plan) return ps_error(PS_ERR_NULL_POINTER, "ps_plan_packed_weights_size: plan is NULL");
     if (!bytes) return ps_error(PS_ERR_NULL_POINTER, "ps_plan_packed_weights_size: bytes is NULL");
-    if (plan->desc.kind != PS_OP_CONV_FWD)
+    if (plan->problem.desc.kind != PS_OP_CONV_FWD)
         return ps_error(PS_ERR_INVALID_ARG, "ps_plan_packed_weights_size: only conv plans have packed weights");
     *bytes = plan->packed_bytes;
     return PS_SUCCESS;
@@ -239,9 +244,9 @@ ps_status ps_plan_pack_weights(const ps_plan *plan, const float *weights, void *
     if (!plan) return ps_error(PS_ERR_NULL_POINTER, "ps_plan_pack_weights: plan is NULL");
     if (!weights) return ps_error(PS_ERR_NULL_POINTER, "ps_plan_pack_weights: weights is NULL");
     if (!packed) return ps_error(PS_ERR_NULL_POINTER, "ps_plan_pack_weights: packed is NULL");
-    if (plan->desc.kind != PS_OP_CONV_FWD)
+    if (plan->problem.desc.kind != PS_OP_CONV_FWD)
         return ps_error(PS_ERR_INVALID_ARG, "ps_plan_pack_weights: only conv plans have packed weights");
-    ps_exec_pack_weights(&plan->exec, plan->desc.u.conv.weight_layout, weights,
+    ps_exec_pack_weights(&plan->exec, plan->problem.desc.u.conv.weight_layout, weights,
                          (float *)((char *)packed + PS_PACKED_HEADER));
     packed_header h = {PS_PACKED_MAGIC, plan->weight_signature, plan->packed_bytes};
     memcpy(packed, &h, sizeof h);
@@ -264,11 +269,11 @@ ps_status ps_plan_execute(const ps_plan *plan, const ps_exec_args *args)
         return ps_error(PS_ERR_INVALID_ARG, "ps_plan_execute: args.struct_size is %zu, expected %zu (use ps_exec_args_init)",
                         args->struct_size, sizeof *args);
     ps_exec_operands ops = {0};
-    if (plan->desc.kind == PS_OP_CONV_FWD) {
+    if (plan->problem.desc.kind == PS_OP_CONV_FWD) {
         if (!args->src) return ps_error(PS_ERR_NULL_POINTER, "ps_plan_execute: conv src is NULL");
         if (!args->weights) return ps_error(PS_ERR_NULL_POINTER, "ps_plan_execute: conv weights is NULL");
         if (!args->dst) return ps_error(PS_ERR_NULL_POINTER, "ps_plan_execute: conv dst is NULL");
-        if ((plan->desc.u.conv.post_ops & PS_POST_BIAS) && !args->bias)
+        if ((plan->problem.desc.u.conv.post_ops & PS_POST_BIAS) && !args->bias)
             return ps_error(PS_ERR_NULL_POINTER, "ps_plan_execute: the plan adds a bias but bias is NULL");
         packed_header h;
         memcpy(&h, args->weights, sizeof h);
@@ -314,7 +319,7 @@ ps_status ps_conv_execute(const ps_plan *plan, const float *src, const void *pac
     a.weights = packed_weights;
     a.bias = bias;
     a.dst = dst;
-    if (plan && plan->desc.kind != PS_OP_CONV_FWD)
+    if (plan && plan->problem.desc.kind != PS_OP_CONV_FWD)
         return ps_error(PS_ERR_INVALID_ARG, "ps_conv_execute: the plan is not a conv plan");
     return ps_plan_execute(plan, &a);
 }
@@ -326,7 +331,7 @@ ps_status ps_gemm_execute(const ps_plan *plan, const float *a, const float *b, f
     x.a = a;
     x.b = b;
     x.c = c;
-    if (plan && plan->desc.kind != PS_OP_GEMM)
+    if (plan && plan->problem.desc.kind != PS_OP_GEMM)
         return ps_error(PS_ERR_INVALID_ARG, "ps_gemm_execute: the plan is not a gemm plan");
     return ps_plan_execute(plan, &x);
 }

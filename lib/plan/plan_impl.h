@@ -3,11 +3,12 @@
 #define PS_PLAN_IMPL_H
 
 #include "polysci/plan.h"
+#include "descriptors/shape.h"
 #include "execution/engine.h"
 
 struct ps_plan {
     ps_context *ctx;
-    ps_desc desc;
+    ps_problem problem;        /* the descriptor, validated, and its canonical shape */
     ps_schedule *schedule;
     ps_exec exec;
     uint64_t weight_signature; /* identifies the packed-weight layout */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "descriptors/shape.h"
 #include "plan/context_impl.h"
 #include "plan/plan_impl.h"
 #include "ranking/planner.h"
@@ -22,7 +23,8 @@ ps_status ps_cost_query(ps_context *ctx, const ps_desc *desc, const ps_plan_opti
     if (!out) return ps_error(PS_ERR_NULL_POINTER, "ps_cost_query: out is NULL");
     *out = NULL;
     if (!ctx) return ps_error(PS_ERR_NULL_POINTER, "ps_cost_query: ctx is NULL");
-    ps_status st = ps_desc_validate(desc);
+    ps_problem prob;
+    ps_status st = ps_problem_of(desc, &prob);
     if (st) return st;
     ps_plan_options def;
     if ((st = ps_plan_options_check("ps_cost_query", &opts, &def))) return st;
@@ -32,7 +34,7 @@ ps_status ps_cost_query(ps_context *ctx, const ps_desc *desc, const ps_plan_opti
         return ps_error(PS_ERR_UNSUPPORTED, "ps_cost_query: ranker %d has no cost model", (int)opts->ranker);
     int nthreads = opts->num_threads ? opts->num_threads : ctx->num_threads;
     ps_ranking r;
-    if ((st = ps_rank_variants(&ctx->machine, desc, nthreads, ranker, &r))) return st;
+    if ((st = ps_rank_variants(&ctx->machine, &prob, nthreads, ranker, &r))) return st;
     ps_cost_report *rep = calloc(1, sizeof *rep);
     if (rep) {
         rep->v = calloc((size_t)(r.n ? r.n : 1), sizeof *rep->v);

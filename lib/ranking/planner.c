@@ -8,32 +8,32 @@
 
 #include "core/error.h"
 #include "execution/engine.h"
+#include "plan/cache.h"
 #include "ranking/rank.h"
 #include "schedule/schedule_impl.h"
 
-/* Measured (docs/performance.md, against a low-noise re-timing of each
- * layer's front runners). Convolutions of N >= 2 images: the DNN's first
- * choice, ~2% faster than the fixed-order expert schedule on layers it was not
- * trained on (0.969-0.973 vs 0.948-0.953 of the best), for ~10 ms of cold
- * planning. But only where the last-level cache is fast, as on the Zen 5 VM
- * whose timings trained it: its inputs are bytes served per level, so what
- * an L3 byte costs against a memory byte is baked into its weights. Where
- * the L3 is about as slow as memory (ps_machine_llc_slow: the Intel Xeon VM
- * of sessions 13-17), its first choice ran at 0.99x the expert schedule over
- * the six conv sets at N = 2 (binary against binary, two rounds each:
- * VGG-A 0.97 -> 1.01x oneDNN, AlexNet 0.96 -> 0.98, the other sets within
- * +-0.6%; docs/performance.md, session 17), so there the expert schedule.
- * One image: the expert schedule (the DNN was trained on N = 2 timings only,
- * and its first choice ran 1.5-1.8% slower than the expert schedule on
- * ResNet-50 at N = 1 in three runs). GEMMs: the expert schedule with its L2
- * band tiles (ps_schedule_expert; the DNN saw one GEMM in training and its
- * first choice ran at 0.80x the fixed-order schedule). Timed (top_k > 1):
- * the DNN's order gives the best candidates. */
-ps_ranker ps_planner_default_ranker(const ps_machine *m, const ps_desc *desc, int top_k)
+/* Convolutions of N >= 2 images: the DNN's first choice, ~2% faster than the
+ * fixed-order expert schedule on layers it was not trained on (0.969-0.973
+ * vs 0.948-0.953 of the best), for ~10 ms of cold planning. But only where
+ * the last-level cache is fast, as on the machine whose timings trained it:
+ * its inputs are bytes served per level, so what an L3 byte costs against a
+ * memory byte is baked into its weights. Where the L3 is about as slow as
+ * memory (ps_machine_llc_slow) its first choice ran at 0.99x the expert
+ * schedule over the six conv sets at N = 2 (VGG-A 0.97 against 1.01x
+ * oneDNN, AlexNet 0.96 against 0.98, the others within +-0.6%), so there the
+ * expert schedule. One image: the expert schedule (the DNN was trained on
+ * N = 2 timings only, and its first choice ran 1.5-1.8% slower than the
+ * expert schedule on ResNet-50 at N = 1). GEMMs: the expert schedule with
+ * its L2 band tiles (the DNN saw one GEMM in training and its first choice
+ * ran at 0.80x the fixed order). Timed (top_k > 1): the DNN's order gives
+ * the best candidates. Each comparison is a binary with one default against
+ * one with the other, e.g. `bash bench/ab.sh OLD NEW 3 /tmp/ab -- conv
+ * --layers vgga --N 2`. */
+ps_ranker ps_planner_default_ranker(const ps_machine *m, const ps_problem *p, int top_k)
 {
     if (top_k > 1) return PS_RANKER_DNN;
-    return desc->kind == PS_OP_CONV_FWD && desc->u.conv.N >= 2 && !ps_machine_llc_slow(m) ? PS_RANKER_DNN
-                                                                                          : PS_RANKER_NONE;
+    return p->desc.kind == PS_OP_CONV_FWD && p->conv.N >= 2 && !ps_machine_llc_slow(m) ? PS_RANKER_DNN
+                                                                                       : PS_RANKER_NONE;
 }
 
 /* Operands for timing candidates: allocated once for all of them. */
@@ -50,22 +50,20 @@ static void fill(float *p, size_t n)
 
 static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) & ~(size_t)63); }
 
-static ps_status alloc_buffers(const ps_desc *desc, bench_buffers *b)
+static ps_status alloc_buffers(const ps_problem *p, bench_buffers *b)
 {
     memset(b, 0, sizeof *b);
-    if (desc->kind == PS_OP_CONV_FWD) {
-        ps_conv_shape c;
-        ps_conv_shape_of(&desc->u.conv, &c);
-        size_t ns = (size_t)ps_conv_src_elems(&c), nw = (size_t)ps_conv_weight_elems(&c), nd = (size_t)ps_conv_dst_elems(&c);
+    if (p->desc.kind == PS_OP_CONV_FWD) {
+        const ps_conv_shape *c = &p->conv;
+        size_t ns = (size_t)ps_conv_src_elems(c), nw = (size_t)ps_conv_weight_elems(c), nd = (size_t)ps_conv_dst_elems(c);
         b->src = alloc64(ns * 4); b->wraw = alloc64(nw * 4); b->dst = alloc64(nd * 4);
         if (!b->src || !b->wraw || !b->dst) return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: no memory to time candidates");
         fill(b->src, ns);
         fill(b->wraw, nw);
     } else {
-        ps_gemm_shape g;
-        ps_gemm_shape_of(&desc->u.gemm, &g);
-        size_t na = (size_t)g.lda * (size_t)(g.trans_a ? g.M : g.K), nb = (size_t)g.ldb * (size_t)(g.trans_b ? g.K : g.N);
-        size_t nc = (size_t)g.ldc * (size_t)g.N;
+        const ps_gemm_shape *g = &p->gemm;
+        size_t na = (size_t)g->lda * (size_t)(g->trans_a ? g->M : g->K), nb = (size_t)g->ldb * (size_t)(g->trans_b ? g->K : g->N);
+        size_t nc = (size_t)g->ldc * (size_t)g->N;
         b->a = alloc64(na * 4); b->b = alloc64(nb * 4); b->c = alloc64(nc * 4);
         if (!b->a || !b->b || !b->c) return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: no memory to time candidates");
         fill(b->a, na);
@@ -81,11 +79,11 @@ static void free_buffers(bench_buffers *b)
 }
 
 /* Best of three runs after a warm-up, in ms. */
-static ps_status time_schedule(const ps_desc *desc, const ps_schedule *s, int nthreads, const ps_machine *m,
+static ps_status time_schedule(const ps_problem *p, const ps_schedule *s, int nthreads, const ps_machine *m,
                                bench_buffers *b, double *ms)
 {
     ps_exec e;
-    ps_status st = ps_exec_build(&e, desc, s, nthreads, m);
+    ps_status st = ps_exec_build(&e, p, s, nthreads, m);
     if (st) return st;
     size_t need = ps_exec_workspace_bytes(&e);
     if (need > b->ws_bytes) {
@@ -97,7 +95,7 @@ static ps_status time_schedule(const ps_desc *desc, const ps_schedule *s, int nt
             return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: no memory to time candidates");
         }
     }
-    const size_t need_w = desc->kind == PS_OP_CONV_FWD ? (size_t)ps_exec_packed_weight_elems(&e) : 0;
+    const size_t need_w = p->desc.kind == PS_OP_CONV_FWD ? (size_t)ps_exec_packed_weight_elems(&e) : 0;
     if (need_w > b->wpacked_elems) {
         free(b->wpacked);
         b->wpacked = alloc64(need_w * sizeof(float));
@@ -107,7 +105,7 @@ static ps_status time_schedule(const ps_desc *desc, const ps_schedule *s, int nt
             return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: no memory to time candidates");
         }
     }
-    if (desc->kind == PS_OP_CONV_FWD) ps_exec_pack_weights(&e, desc->u.conv.weight_layout, b->wraw, b->wpacked);
+    if (p->desc.kind == PS_OP_CONV_FWD) ps_exec_pack_weights(&e, p->desc.u.conv.weight_layout, b->wraw, b->wpacked);
     ps_exec_operands ops = {.src = b->src, .weights = b->wpacked, .bias = b->wraw, .dst = b->dst,
                             .a = b->a, .b = b->b, .c = b->c, .workspace = b->ws};
     ps_exec_run(&e, &ops, NULL);
@@ -134,64 +132,132 @@ ps_expert_facts ps_planner_expert_facts(const ps_machine *m)
                              .llc_slow = ps_machine_llc_slow(m)};
 }
 
-ps_status ps_planner_choose(ps_context *ctx, const ps_desc *desc, int nthreads, ps_ranker ranker, int top_k,
-                            ps_schedule **out)
+/* A candidate the planner does not use (its check or its timing failed, or
+ * the ranking that should give it): one PS_VERBOSE line, like oneDNN's,
+ * `polysci_verbose,refused,KEY,WHO,SCHEDULE,REASON`. */
+static void note_refused(const ps_context *ctx, const ps_problem *p, int nthreads, const char *who,
+                         const ps_schedule *s, const char *reason, int *refused)
 {
-    *out = NULL;
+    (*refused)++;
+    if (!ctx->verbose) return;
+    char key[1024], text[512] = "-";
+    ps_plan_key(&p->desc, nthreads, PS_RANKER_DEFAULT, 0, key, sizeof key);
+    if (s) ps_schedule_format(s, p->desc.kind, text, sizeof text, NULL);
+    fprintf(stderr, "polysci_verbose,refused,%s,%s,%s,%s\n", key, who, text, reason);
+}
+
+/* Takes candidate *s where it passes the check, else notes and destroys it. */
+static int accept(const ps_context *ctx, const ps_problem *p, int nthreads, const char *who, ps_schedule **s,
+                  int *refused)
+{
+    if (ps_schedule_check_problem(*s, p) == PS_SUCCESS) return 1;
+    note_refused(ctx, p, nthreads, who, *s, ps_last_error_message(), refused);
+    ps_schedule_destroy(*s);
+    *s = NULL;
+    return 0;
+}
+
+/* The expert schedule where it passes the check, else the default loop order. */
+static ps_status expert_choice(ps_context *ctx, const ps_problem *p, int nthreads, ps_schedule **out, int *refused)
+{
     const ps_expert_facts facts = ps_planner_expert_facts(&ctx->machine);
-    if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker(&ctx->machine, desc, top_k);
-    if (ranker == PS_RANKER_NONE) return ps_schedule_expert(desc, nthreads, &facts, out);
-    if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME && ranker != PS_RANKER_DNN)
-        return ps_error(PS_ERR_UNSUPPORTED, "planner: ranker %d is not available in this build", (int)ranker);
+    unsigned fired = 0;
+    ps_status st = ps_expert_schedule(p, nthreads, &facts, out, &fired);
+    if (st == PS_ERR_OUT_OF_MEMORY) return st;
+    if (!st) {
+        char who[256] = "expert";
+        for (int r = 0; r < PS_RULE_COUNT; r++)
+            if (fired & 1u << r)
+                snprintf(who + strlen(who), sizeof who - strlen(who), "%c%s", who[6] ? '+' : ':',
+                         ps_expert_rule_name((ps_expert_rule)r));
+        if (accept(ctx, p, nthreads, who, out, refused)) return PS_SUCCESS;
+    } else {
+        note_refused(ctx, p, nthreads, "expert", NULL, ps_last_error_message(), refused);
+    }
+    if ((st = ps_expert_default(p, out))) return st;
+    if (accept(ctx, p, nthreads, "default", out, refused)) return PS_SUCCESS;
+    return ps_error(PS_ERR_INVALID_SCHEDULE, "planner: the default loop order fails its own check");
+}
+
+/* The ranker's candidates in its order, the first that passes the check; for
+ * top_k > 1 the fastest of the k best that pass and the expert schedule
+ * (timing then never ends below what the default options would run). */
+static ps_status ranked_choice(ps_context *ctx, const ps_problem *p, int nthreads, ps_ranker ranker, int top_k,
+                               ps_schedule **out, int *refused)
+{
     ps_ranking r;
-    ps_status st = ps_rank_variants(&ctx->machine, desc, nthreads, ranker, &r);
-    if (st) return st;
-    if (r.n == 0) {
-        ps_ranking_release(&r);
-        return ps_schedule_expert(desc, nthreads, &facts, out);
+    ps_status st = ps_rank_variants(&ctx->machine, p, nthreads, ranker, &r);
+    if (st == PS_ERR_OUT_OF_MEMORY) return st;
+    if (st) {
+        note_refused(ctx, p, nthreads, "ranking", NULL, ps_last_error_message(), refused);
+        return expert_choice(ctx, p, nthreads, out, refused);
     }
     if (ctx->verbose >= 2) {
         for (int i = 0; i < r.n; i++) {
             char text[512];
-            ps_schedule_format(r.v[i].schedule, desc->kind, text, sizeof text, NULL);
+            ps_schedule_format(r.v[i].schedule, p->desc.kind, text, sizeof text, NULL);
             fprintf(stderr, "polysci_verbose,rank,%d,%s,%.6g,L1=%.0f,L2=%.0f,L3=%.0f,mem=%.0f", i + 1, text, r.v[i].cost,
                     r.v[i].ws[0], r.v[i].ws[1], r.v[i].ws[2], r.v[i].ws[3]);
             if (ranker == PS_RANKER_DNN) fprintf(stderr, ",wins=%d,losses=%d", r.v[i].wins, r.v[i].losses);
             fputc('\n', stderr);
         }
     }
+    /* The candidates in the ranker's order that pass the check, at most k
+     * (taken out of the ranking). */
+    const int k = top_k < 1 ? 1 : top_k < r.n ? top_k : r.n;
+    ps_schedule **cand = malloc((size_t)(k ? k : 1) * sizeof *cand);
+    if (!cand) {
+        ps_ranking_release(&r);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: out of memory");
+    }
+    int n = 0;
+    for (int i = 0; i < r.n && n < k; i++) {
+        if (accept(ctx, p, nthreads, "ranked", &r.v[i].schedule, refused)) cand[n++] = r.v[i].schedule;
+        r.v[i].schedule = NULL;
+    }
+    ps_ranking_release(&r);
+    if (n == 0) {
+        free(cand);
+        return expert_choice(ctx, p, nthreads, out, refused);
+    }
     int pick = 0;
-    ps_schedule *fallback = NULL;
+    ps_schedule *expert = NULL;
     if (top_k > 1) {
-        /* The expert schedule is a candidate too: timing then never ends
-         * below what the default options would run without it. */
         bench_buffers b;
-        int k = top_k < r.n ? top_k : r.n;
         double best = 1e300, ms = 0.0;
-        if (!(st = alloc_buffers(desc, &b))) {
-            for (int i = 0; i < k && !st; i++)
-                if (!(st = time_schedule(desc, r.v[i].schedule, nthreads, &ctx->machine, &b, &ms)) && ms < best) {
+        if (!(st = alloc_buffers(p, &b))) {
+            for (int i = 0; i < n && !st; i++)
+                if (!(st = time_schedule(p, cand[i], nthreads, &ctx->machine, &b, &ms)) && ms < best) {
                     best = ms;
                     pick = i;
                 }
-            if (!st && !(st = ps_schedule_expert(desc, nthreads, &facts, &fallback)) &&
-                !(st = time_schedule(desc, fallback, nthreads, &ctx->machine, &b, &ms)) && ms < best)
+            if (!st && !(st = expert_choice(ctx, p, nthreads, &expert, refused)) &&
+                !(st = time_schedule(p, expert, nthreads, &ctx->machine, &b, &ms)) && ms < best)
                 pick = -1;
         }
         free_buffers(&b);
-        if (st) {
-            ps_schedule_destroy(fallback);
-            ps_ranking_release(&r);
-            return st;
-        }
     }
-    if (pick < 0) {
-        *out = fallback;
-    } else {
-        ps_schedule_destroy(fallback);
-        *out = r.v[pick].schedule;
-        r.v[pick].schedule = NULL;
+    if (!st) {
+        *out = pick < 0 ? expert : cand[pick];
+        if (pick < 0) expert = NULL;
+        else cand[pick] = NULL;
     }
-    ps_ranking_release(&r);
-    return PS_SUCCESS;
+    ps_schedule_destroy(expert);
+    for (int i = 0; i < n; i++) ps_schedule_destroy(cand[i]);
+    free(cand);
+    return st;
+}
+
+ps_status ps_planner_choose(ps_context *ctx, const ps_problem *p, int nthreads, ps_ranker ranker, int top_k,
+                            ps_schedule **out, int *refused)
+{
+    *out = NULL;
+    int dropped = 0;
+    if (!refused) refused = &dropped;
+    *refused = 0;
+    if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker(&ctx->machine, p, top_k);
+    if (ranker == PS_RANKER_NONE) return expert_choice(ctx, p, nthreads, out, refused);
+    if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME && ranker != PS_RANKER_DNN)
+        return ps_error(PS_ERR_UNSUPPORTED, "planner: ranker %d is not available in this build", (int)ranker);
+    return ranked_choice(ctx, p, nthreads, ranker, top_k, out, refused);
 }

@@ -64,11 +64,11 @@ double ps_rank_eq1(const ps_machine *m, const double ws[PS_COST_LEVELS])
     return cost;
 }
 
-void ps_rank_shape(const ps_desc *desc, const ps_schedule *sched, int nthreads, double shape[PS_SHAPE_COUNT])
+void ps_rank_shape(const ps_problem *p, const ps_schedule *sched, int nthreads, double shape[PS_SHAPE_COUNT])
 {
     const ps_stage *sg = &sched->stages[0];
     int64_t left[PS_DIM_COUNT], par = 1;
-    ps_tile_space_extents(desc, &sg->kernel, left);
+    ps_tile_space_extents(p, &sg->kernel, left);
     const int64_t red = left[PS_DIM_C];
     for (int i = 0; i < sg->n_loops && sg->loops[i].parallel; i++) par *= ps_loop_trips(&sg->loops[i], left);
     const int64_t t = nthreads > 1 ? nthreads : 1;
@@ -88,11 +88,11 @@ static int by_cost(const void *pa, const void *pb)
     return (a->index > b->index) - (a->index < b->index);
 }
 
-ps_status ps_rank_variants(const ps_machine *m, const ps_desc *desc, int nthreads, ps_ranker ranker, ps_ranking *out)
+ps_status ps_rank_variants(const ps_machine *m, const ps_problem *p, int nthreads, ps_ranker ranker, ps_ranking *out)
 {
     memset(out, 0, sizeof *out);
     ps_variant_set vs;
-    ps_status st = ps_variants_generate(desc, &vs);
+    ps_status st = ps_variants_generate(p, &vs);
     if (st) return st;
     out->v = calloc((size_t)(vs.n ? vs.n : 1), sizeof *out->v);
     if (!out->v) {
@@ -112,14 +112,16 @@ ps_status ps_rank_variants(const ps_machine *m, const ps_desc *desc, int nthread
     for (int i = 0; i < vs.n; i++) {
         ps_ranked *r = &out->v[i];
         r->index = i;
-        ps_rank_shape(desc, vs.items[i], nthreads, r->shape);
+        ps_rank_shape(p, vs.items[i], nthreads, r->shape);
         if (ranker == PS_RANKER_VOLUME) {
-            ps_traffic_estimate(m, desc, vs.items[i], nthreads, r->ws);
+            ps_traffic_estimate(m, p, vs.items[i], nthreads, r->ws);
             r->cost = ps_traffic_cost(m, r->ws);
             continue;
         }
+        /* The analysis is a public component of its own: it takes the
+         * user's descriptor. */
         ps_analysis *a;
-        ps_status sa = ps_analysis_create(desc, vs.items[i], &ao, &a);
+        ps_status sa = ps_analysis_create(&p->desc, vs.items[i], &ao, &a);
         if (sa) {
 #pragma omp critical(ps_rank_failure)
             if (i < failed_at) {

@@ -5,6 +5,7 @@
 #include "polysci/analysis.h"
 #include "polysci/cost.h"
 #include "machine/machine.h"
+#include "descriptors/shape.h"
 #include "variants/variants.h"
 
 /* How a variant shapes the work, beside its working sets: what the DNN
@@ -39,10 +40,10 @@ typedef struct ps_ranking {
  * (cross-thread reuse cannot happen there), a shared one the set of all the
  * threads sharing it — else to memory. */
 void ps_rank_alg2(const ps_machine *m, int nthreads, const ps_analysis *a, double ws[PS_COST_LEVELS]);
-/* The PS_SHAPE_* statistics of a (valid) single-stage schedule for desc on
- * nthreads threads (<= 1: one). The executor splits the collapsed parallel
- * band into nthreads contiguous equal parts (lib/execution/run.c). */
-void ps_rank_shape(const ps_desc *desc, const ps_schedule *sched, int nthreads, double shape[PS_SHAPE_COUNT]);
+/* The PS_SHAPE_* statistics of a (valid) single-stage schedule for problem p
+ * on nthreads threads (<= 1: one). The executor splits the collapsed
+ * parallel band into nthreads contiguous equal parts (lib/execution/run.c). */
+void ps_rank_shape(const ps_problem *p, const ps_schedule *sched, int nthreads, double shape[PS_SHAPE_COUNT]);
 /* Eq. 1. */
 double ps_rank_eq1(const ps_machine *m, const double ws[PS_COST_LEVELS]);
 
@@ -50,7 +51,7 @@ double ps_rank_eq1(const ps_machine *m, const double ws[PS_COST_LEVELS]);
  * PS_RANKER_COST (isl working sets, Alg. 2, Eq. 1), PS_RANKER_VOLUME
  * (data volumes per level, Eq. 1 weights) or PS_RANKER_DNN (the Eq. 1
  * ranking reordered by the shipped model's tournament, ps_dnn_tournament). */
-ps_status ps_rank_variants(const ps_machine *m, const ps_desc *desc, int nthreads, ps_ranker ranker, ps_ranking *out);
+ps_status ps_rank_variants(const ps_machine *m, const ps_problem *p, int nthreads, ps_ranker ranker, ps_ranking *out);
 void ps_ranking_release(ps_ranking *r);
 
 #endif

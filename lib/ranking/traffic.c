@@ -89,25 +89,24 @@ static double traffic(const geom *g, const ps_stage *sg, double z)
     return vol < fp_all[0] + fp_all[1] + fp_all[2] ? fp_all[0] + fp_all[1] + fp_all[2] : vol;
 }
 
-void ps_traffic_estimate(const ps_machine *m, const ps_desc *desc, const ps_schedule *s, int nthreads,
+void ps_traffic_estimate(const ps_machine *m, const ps_problem *p, const ps_schedule *s, int nthreads,
                          double bytes[PS_COST_LEVELS])
 {
     const ps_stage *sg = &s->stages[0];
     geom g = {0};
-    ps_tile_space_extents(desc, &sg->kernel, g.ext);
+    ps_tile_space_extents(p, &sg->kernel, g.ext);
     g.m = sg->kernel.m;
     g.n = sg->kernel.n;
     g.kc = (double)sg->kernel.k * sg->kernel.batch;
-    if (desc->kind == PS_OP_GEMM) {
-        const ps_gemm_desc *gd = &desc->u.gemm;
+    if (p->desc.kind == PS_OP_GEMM) {
+        const ps_gemm_desc *gd = &p->desc.u.gemm;
         g.gemm = 1;
         g.K = (double)gd->M; g.OW = (double)gd->N; g.C = (double)gd->K;
     } else {
-        ps_conv_shape c;
-        ps_conv_shape_of(&desc->u.conv, &c);
-        g.R = c.R; g.S = c.S; g.sh = c.sh; g.sw = c.sw;
-        g.reff = c.dh * (c.R - 1) + 1; g.seff = c.dw * (c.S - 1) + 1;
-        g.H = c.H; g.W = c.W; g.C = c.C; g.K = c.K; g.OW = c.OW;
+        const ps_conv_shape *c = &p->conv;
+        g.R = c->R; g.S = c->S; g.sh = c->sh; g.sw = c->sw;
+        g.reff = c->dh * (c->R - 1) + 1; g.seff = c->dw * (c->S - 1) + 1;
+        g.H = c->H; g.W = c->W; g.C = c->C; g.K = c->K; g.OW = c->OW;
     }
     const int threads = nthreads > 0 ? nthreads : 1;
     for (int l = 0; l < PS_COST_LEVELS; l++) bytes[l] = 0;

@@ -16,7 +16,7 @@
 
 /* Bytes moved into each level from the one below (L1, L2, L3 from the next
  * level; memory = bytes read from DRAM), per thread. */
-void ps_traffic_estimate(const ps_machine *m, const ps_desc *desc, const ps_schedule *s, int nthreads,
+void ps_traffic_estimate(const ps_machine *m, const ps_problem *p, const ps_schedule *s, int nthreads,
                          double bytes[PS_COST_LEVELS]);
 
 /* Eq. 1 with volumes: sum over levels of bytes * lat / bw. */

@@ -112,9 +112,9 @@ ps_status ps_group_geom_init(const ps_pipeline *p, const int *members, int n, ps
     g->legal = 1;
     for (int k = 0; k < n; k++) {
         const ps_pstage *S = &p->st[g->m[k]];
-        if (S->kind == PS_NODE_INPUT) {
+        if (!ps_pstage_computed(S)) {
             g->legal = 0;
-            snprintf(g->why, sizeof g->why, "\"%s\" is a graph input", S->name);
+            snprintf(g->why, sizeof g->why, "\"%s\" is a graph input or needed nowhere", S->name);
         }
         if (k && g->m[k] == g->m[k - 1]) {
             g->legal = 0;

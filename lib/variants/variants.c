@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "descriptors/shape.h"
+#include "expert/expert.h"
 #include "schedule/schedule_impl.h"
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -46,7 +47,7 @@ static int_list batches(int64_t blocks)
 typedef struct builder {
     ps_variant_set *set;
     int cap;
-    const ps_desc *desc;
+    const ps_problem *p;
     /* Canonical keys of the schedules kept so far (open addressing). Two
      * schedules that differ only in loops of trip count 1 run the same
      * iterations in the same order: only the first is kept. */
@@ -58,11 +59,11 @@ typedef enum { PUSH_KEPT, PUSH_DUPLICATE, PUSH_FULL } push_result;
 
 /* FNV-1a over the kernel shape and the non-trivial loops (dim, trip count,
  * parallel). The executor's behaviour depends on nothing else. */
-static uint64_t canonical_key(const ps_schedule *s, const ps_desc *desc)
+static uint64_t canonical_key(const ps_schedule *s, const ps_problem *p)
 {
     const ps_stage *sg = &s->stages[0];
     int64_t ext[PS_DIM_COUNT], left[PS_DIM_COUNT];
-    ps_tile_space_extents(desc, &sg->kernel, ext);
+    ps_tile_space_extents(p, &sg->kernel, ext);
     memcpy(left, ext, sizeof left);
     uint64_t h = 1469598103934665603ull;
 #define MIX(x) (h = (h ^ (uint64_t)(x)) * 1099511628211ull)
@@ -79,14 +80,14 @@ static uint64_t canonical_key(const ps_schedule *s, const ps_desc *desc)
 
 static push_result push(builder *b, ps_schedule *s, ps_status *st)
 {
-    *st = ps_schedule_check(s, b->desc);
+    *st = ps_schedule_check_problem(s, b->p);
     if (*st) {
         /* A generator bug, not a user error: report it loudly. */
         ps_schedule_destroy(s);
         *st = ps_error(PS_ERR_INVALID_SCHEDULE, "variant generator produced an invalid schedule: %s", ps_last_error_message());
         return PUSH_FULL;
     }
-    uint64_t key = canonical_key(s, b->desc);
+    uint64_t key = canonical_key(s, b->p);
     int slot = (int)(key % (uint64_t)b->key_slots);
     while (b->keys[slot] && b->keys[slot] != key) slot = (slot + 1) % b->key_slots;
     if (b->keys[slot] || b->set->n == PS_VARIANTS_MAX) {
@@ -156,7 +157,7 @@ static int next_permutation(ps_dim *a, int n)
  * Returns nonzero when the generator must stop (cap reached or error). */
 static int add_family(builder *b, const ps_kernel_shape *ks, const tiling *t, int max_band, ps_status *st)
 {
-    const int gemm = b->desc->kind == PS_OP_GEMM;
+    const int gemm = b->p->desc.kind == PS_OP_GEMM;
     ps_dim perm[4] = {PS_DIM_K, PS_DIM_OH, PS_DIM_OW, PS_DIM_C};
     int nd = 4;
     if (gemm) {
@@ -182,11 +183,11 @@ static int add_family(builder *b, const ps_kernel_shape *ks, const tiling *t, in
  * weights across rows; column panels (GotoBLAS-style for gemm; long
  * flattened rows of 1x1 convs) keep a slab of the right-hand operand in
  * cache across all output-channel blocks. `wide` adds the second tier. */
-static int tilings(const ps_desc *desc, const ps_kernel_shape *ks, int wide, tiling *tl)
+static int tilings(const ps_problem *p, const ps_kernel_shape *ks, int wide, tiling *tl)
 {
     int64_t ext[PS_DIM_COUNT];
-    ps_tile_space_extents(desc, ks, ext);
-    const int gemm = desc->kind == PS_OP_GEMM;
+    ps_tile_space_extents(p, ks, ext);
+    const int gemm = p->desc.kind == PS_OP_GEMM;
     int nt = 0;
     if (!wide) {
         for (int64_t t = 2; t <= 16; t *= 2)
@@ -232,26 +233,24 @@ static int add_families(builder *b, const ps_kernel_shape *shape, const int_list
         if (tier <= 0 && add_family(b, &ks, &untiled, max_band, st)) return 1;
         if (tier < 0) continue;
         tiling tl[16];
-        int nt = tilings(b->desc, &ks, tier, tl);
+        int nt = tilings(b->p, &ks, tier, tl);
         for (int t = 0; t < nt; t++)
             if (add_family(b, &ks, &tl[t], max_band, st)) return 1;
     }
     return 0;
 }
 
-ps_status ps_variants_generate(const ps_desc *desc, ps_variant_set *out)
+ps_status ps_variants_generate(const ps_problem *p, ps_variant_set *out)
 {
-    if (!out) return ps_error(PS_ERR_NULL_POINTER, "ps_variants_generate: out is NULL");
     memset(out, 0, sizeof *out);
-    ps_status st = ps_desc_validate(desc);
-    if (st) return st;
-    builder b = {out, 0, desc, NULL, 4 * PS_VARIANTS_MAX};
+    builder b = {out, 0, p, NULL, 4 * PS_VARIANTS_MAX};
     if (!(b.keys = calloc((size_t)b.key_slots, sizeof *b.keys)))
         return ps_error(PS_ERR_OUT_OF_MEMORY, "variant generator: out of memory");
+    ps_status st = PS_SUCCESS;
     /* The microkernel is the expert's; the variants are its outer loops. */
-    const ps_kernel_shape expert = ps_schedule_expert_kernel(desc);
-    const int gemm = desc->kind == PS_OP_GEMM;
-    const int64_t red = gemm ? desc->u.gemm.K : desc->u.conv.C;
+    const ps_kernel_shape expert = ps_expert_kernel(p);
+    const int gemm = p->desc.kind == PS_OP_GEMM;
+    const int64_t red = gemm ? p->desc.u.gemm.K : p->conv.C;
     /* Alternative microkernel shapes: narrower output-channel (m/2, m/4)
      * and column (about n/2) blocks. Eq. 1 tends to prefer the smaller working
      * sets of smaller kernels, which run less efficiently, so they come
@@ -260,9 +259,7 @@ ps_status ps_variants_generate(const ps_desc *desc, ps_variant_set *out)
     int n_shapes = 0;
     shapes[n_shapes++] = expert;
     {
-        ps_conv_shape cs;
-        if (!gemm) ps_conv_shape_of(&desc->u.conv, &cs);
-        const int64_t ow = gemm ? desc->u.gemm.N : cs.OW;
+        const int64_t ow = gemm ? p->desc.u.gemm.N : p->conv.OW;
         int n2 = expert.n / 2;
         while (n2 >= 4 && ow % n2 != 0) n2--;
         if (n2 < 4) n2 = expert.n / 2;
