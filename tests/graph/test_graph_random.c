@@ -839,6 +839,7 @@ static int run_config(ps_context *ctx, const ps_graph *g, uint64_t seed, const c
     t0 = now_s();
     ps_status xs = ps_graph_execute(p, inputs, (float *const *)out.p, NULL);
     S->exec_s += now_s() - t0;
+    if (getenv("PS_TEST_VERBOSE")) printf("execute (seed %llu) %s: %.3f s\n", (unsigned long long)seed, what, now_s() - t0);
     S->executions++;
     if (xs) PROBLEM("execute: %s: %s", ps_status_str(xs), ps_last_error_message());
     int wrong = 0;
