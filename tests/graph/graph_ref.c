@@ -51,9 +51,9 @@
  *
  * gr_compare accepts |got - v| <= GR_SLACK * e (GR_SLACK = 2 covers the
  * products of two rounding errors the rules drop). A correct engine stays
- * within half of e on the random graphs (test_graph_random prints the
- * largest ratio per fusion mode); a bilinear weight of 0.7501 instead of
- * 0.75 (1.3e-4 relative) already fails by ~100 times. */
+ * within e itself on the random graphs (a normalized error of at most 0.5;
+ * test_graph_random prints the largest per fusion mode); a bilinear weight
+ * of 0.7501 instead of 0.75 (1.3e-4 relative) fails by ~100 times. */
 #include "graph_ref.h"
 
 #include <math.h>
