@@ -912,7 +912,8 @@ static void test_engine_edges(void)
                     ps_tensor_info oi;
                     info_of(g, t, &oi);
                     const int64_t n = oi.n * oi.h * oi.w * oi.c;
-                    float x[8] = {-1, 2, -3, 4, -5, 6, -7, 8}, *y = malloc((size_t)n * sizeof *y);
+                    float x[4 * 4 * 2], *y = malloc((size_t)n * sizeof *y); /* the largest input: 4 x 4 x 2 */
+                    for (int i = 0; i < 32; i++) x[i] = (float)(i % 2 ? i : -i) / 8;
                     tu_fill(y, n, tu_sentinel());
                     const float *ins[1] = {x};
                     float *outs[1] = {y};
