@@ -28,6 +28,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_pipeline(int argc, char **argv);
 /* polysci bench pipeline (cmd_bench_pipeline.c), dispatched by cmd_bench. */
 int cli_bench_pipeline(int argc, char **argv);
+int cmd_stencil(int argc, char **argv);
 
 /* Names of the ps_ranker values, in enum order ("default", "cost", "dnn", "none", "volume"). */
 extern const char *const cli_ranker_names[5];

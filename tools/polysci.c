@@ -22,6 +22,7 @@ static const command commands[] = {
     {"rank", cmd_rank, "the planner's ranked candidate schedules with their costs ('rank conv|gemm')"},
     {"analyze", cmd_analyze, "cache working sets of a schedule ('analyze conv|gemm')"},
     {"pipeline", cmd_pipeline, "plan, run and time a benchmark pipeline with the stage-graph engine"},
+    {"stencil", cmd_stencil, "plan, run and time an iterated-stencil benchmark (heat1d/2d/3d, jacobi2d)"},
     {"info", cmd_info, "the machine model: caches, latency/bandwidth, peak"},
     {"version", cmd_version, "print the library version"},
     {"help", cmd_help, "show this help, or 'help COMMAND' for a command's options"},

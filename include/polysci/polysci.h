@@ -15,5 +15,6 @@
 #include "polysci/analysis.h"
 #include "polysci/expr.h"
 #include "polysci/graph.h"
+#include "polysci/iterated.h"
 
 #endif

@@ -159,11 +159,14 @@ static void compute_stage(const ps_graph_plan *pl, int s, const ps_box *B, const
                                              tb->zeros);
                     K->up2_nearest(d, w, src, parity);
                 } else if (S->resample == PS_RESAMPLE_UP2_BILINEAR) {
-                    int64_t k = floor_div(y, 2), far = y - 2 * k ? k + 1 : k - 1, len = j1 - j0 + 3;
-                    const float *a = fetch(&in[0], c, k, j0 - 1, len, S->boundary, tb->staging, tb->zeros);
-                    const float *f = fetch(&in[0], c, far, j0 - 1, len, S->boundary, tb->staging + len, tb->zeros);
+                    /* exactly the coarse columns the outputs read: an odd first
+                     * column needs none left of j0, an even last none right of j1 */
+                    int64_t k = floor_div(y, 2), far = y - 2 * k ? k + 1 : k - 1;
+                    int64_t lo = floor_div(B->x0 - 1, 2), len = floor_div(B->x0 + w, 2) - lo + 1;
+                    const float *a = fetch(&in[0], c, k, lo, len, S->boundary, tb->staging, tb->zeros);
+                    const float *f = fetch(&in[0], c, far, lo, len, S->boundary, tb->staging + len, tb->zeros);
                     for (int64_t i = 0; i < len; i++) tb->vrow[i] = 0.75f * a[i] + 0.25f * f[i];
-                    K->up2_bilinear_h(d, w, tb->vrow + 1, parity);
+                    K->up2_bilinear_h(d, w, tb->vrow + (j0 - lo), parity);
                 } else {
                     const float *a = fetch(&in[0], c, 2 * y, 2 * B->x0, 2 * w, S->boundary, tb->staging, tb->zeros);
                     const float *b = fetch(&in[0], c, 2 * y + 1, 2 * B->x0, 2 * w, S->boundary, tb->staging + 2 * w,

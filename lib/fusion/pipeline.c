@@ -113,7 +113,7 @@ static void stage_release(ps_pstage *s)
     free(s->mix_w);
     free(s->mix_bias);
     ps_expr_free(s->expr);
-    free(s->prog.ops);
+    ps_vprog_release(&s->prog);
     memset(s, 0, sizeof *s);
 }
 

@@ -33,17 +33,36 @@
 #define PS_VOP_IS_INPUT(a) ((a) <= -16)
 #define PS_VOP_INPUT_INDEX(a) (-16 - (a))
 
+/* Fused operations lowering forms from common subtrees, one pass over a
+ * chunk where the tree takes two or three (a product whose only reader is
+ * a sum, a comparison whose only reader is a select): codes beyond
+ * ps_expr_op's. Their constant operands are registers filled once per
+ * call (ps_vprog.consts). */
+enum {
+    PS_VOP_FMA = 100,    /* a * b + c */
+    PS_VOP_FMS = 101,    /* a * b - c */
+    PS_VOP_FNMA = 102,   /* c - a * b */
+    PS_VOP_MAM = 103,    /* a * b + c * d */
+    PS_VOP_MSM = 104,    /* a * b - c * d */
+    PS_VOP_SELCMP = 105, /* cmp(a, b) ? c : d, cmp = the ps_expr_op comparison in ps_vop.cmp */
+    PS_VOP_ABSDIFF = 106 /* |a - b| */
+};
+
 typedef struct ps_vop {
-    ps_expr_op op;
+    int op;              /* a ps_expr_op, or a PS_VOP_* fused operation */
     int dst;
-    int a[3];
-    float k[3];
+    int a[4];
+    float k[4];
+    int cmp;             /* PS_VOP_SELCMP: the comparison */
 } ps_vop;
 
 typedef struct ps_vprog {
     int n_ops;
-    int n_regs;
+    int n_regs;          /* registers, the constant registers included */
     ps_vop *ops;
+    int n_consts;        /* registers holding a constant, filled once per call */
+    int *const_reg;
+    float *const_val;
 } ps_vprog;
 
 typedef struct ps_row_kernels {
@@ -74,6 +93,17 @@ typedef struct ps_row_kernels {
     void (*stream_copy)(float *restrict dst, const float *restrict src, int64_t n);
     /* Orders this thread's streamed stores before what follows (a barrier). */
     void (*stream_fence)(void);
+    /* sum with step 1 for an out row that overlaps no src row (the
+     * iterated-stencil executor's double buffers): the same operations per
+     * element as sum, so the same values, without a scalar remainder: the
+     * stores are aligned after a head vector that ends at the first
+     * aligned address, and a last vector ends at n. With AVX-512 head and
+     * last vector are masked (each value stored once: a load spanning two
+     * overlapping stores of a row just written waits for both to retire);
+     * elsewhere they are whole vectors at 0 and n - 16 that rewrite up to 15
+     * values (rows of fewer than 16 points run sum's scalar loop). */
+    void (*sum_disjoint)(float *restrict out, int64_t n, const float *const *src, const float *w, int n_taps,
+                         float init);
 } ps_row_kernels;
 
 extern const ps_row_kernels ps_row_kernels_avx512;
@@ -84,6 +114,8 @@ extern const ps_row_kernels ps_row_kernels_generic;
  * merged, registers reused after their last read). */
 #include "polysci/status.h"
 ps_status ps_vprog_lower(const ps_expr *e, ps_vprog *prog);
+/* Frees what lowering allocated; prog becomes empty. */
+void ps_vprog_release(ps_vprog *prog);
 
 /* The table for a machine with `simd_f32_lanes` lanes per vector (16:
  * AVX-512, 8: AVX2 + FMA), provided the running CPU has that instruction

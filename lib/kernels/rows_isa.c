@@ -40,8 +40,9 @@ static void sum_rows(float *restrict out, int64_t n, const float *const *src, co
     if (step == 1) {
         /* Eight vectors per pass: each weight is broadcast once for 128
          * outputs, and eight independent FMA chains cover the FMA latency
-         * (4 cycles) at two FMAs per cycle. */
-        for (; i + 128 <= n; i += 128) {
+         * (4 cycles) at two FMAs per cycle. Only with 32 vector registers
+         * (AVX-512): with 16 the accumulators would spill. */
+        for (; PS_KERNEL_VECTOR_FLOATS >= 16 && i + 128 <= n; i += 128) {
             v16 a0 = splat(init), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
             for (int t = 0; t < n_taps; t++) {
                 const float *s = src[t] + i;
@@ -102,6 +103,71 @@ static void sum_rows(float *restrict out, int64_t n, const float *const *src, co
         for (int t = 0; t < n_taps; t++) a += w[t] * src[t][i * step];
         out[i] = a;
     }
+}
+
+/* nv vectors of sum at out + i (nv a constant where it is inlined, so the
+ * accumulators stay in registers): nv independent chains of n_taps
+ * dependent multiply-adds. */
+static inline __attribute__((always_inline)) void sum_block(float *out, int64_t i, const float *const *src, const float *w,
+                                                            int n_taps, float init, const int nv)
+{
+    v16 acc[8];
+    for (int v = 0; v < nv; v++) acc[v] = splat(init);
+    for (int t = 0; t < n_taps; t++) {
+        const float *s = src[t] + i;
+        v16 wt = splat(w[t]);
+        for (int v = 0; v < nv; v++) acc[v] += wt * ld(s + 16 * v);
+    }
+    for (int v = 0; v < nv; v++) st(out + i + 16 * v, acc[v]);
+}
+
+static inline void sum_vec(float *out, int64_t i, const float *const *src, const float *w, int n_taps, float init)
+{
+    sum_block(out, i, src, w, n_taps, init, 1);
+}
+
+#if defined(__AVX512F__)
+/* Lanes [0, m) of one vector of sum at out + i: masked loads and store, so
+ * nothing past them is read or written. */
+static inline void sum_vec_masked(float *out, int64_t i, const float *const *src, const float *w, int n_taps, float init,
+                                  __mmask16 m)
+{
+    v16 a = splat(init);
+    for (int t = 0; t < n_taps; t++) a += splat(w[t]) * (v16)_mm512_maskz_loadu_ps(m, src[t] + i);
+    _mm512_mask_storeu_ps(out + i, m, (__m512)a);
+}
+#endif
+
+static void sum_disjoint_rows(float *restrict out, int64_t n, const float *const *src, const float *w, int n_taps,
+                              float init)
+{
+    int64_t i = 16 - (int64_t)(((uintptr_t)out / sizeof *out) & 15);
+#if defined(__AVX512F__)
+    /* Masked head up to the first aligned store, masked tail: no value is
+     * stored twice (a load spanning two overlapping stores of a row just
+     * written would wait for both to retire). */
+    if (i == 16) i = 0;
+    if (i > n) i = n;
+    if (i) sum_vec_masked(out, 0, src, w, n_taps, init, (__mmask16)((1u << i) - 1));
+#else
+    if (n < 16) {
+        sum_rows(out, n, src, w, n_taps, 1, init);
+        return;
+    }
+    /* the first vector, then from the first aligned store on */
+    sum_vec(out, 0, src, w, n_taps, init);
+#endif
+    /* Eight independent chains of FMAs, then four: a chain of n_taps
+     * dependent multiply-adds (4 cycles each) per vector, so fewer chains
+     * leave the FMA pipes idle on short stencils. */
+    for (; i + 128 <= n; i += 128) sum_block(out, i, src, w, n_taps, init, 8);
+    for (; i + 64 <= n; i += 64) sum_block(out, i, src, w, n_taps, init, 4);
+    for (; i + 16 <= n; i += 16) sum_vec(out, i, src, w, n_taps, init);
+#if defined(__AVX512F__)
+    if (i < n) sum_vec_masked(out, i, src, w, n_taps, init, (__mmask16)((1u << (n - i)) - 1));
+#else
+    if (i < n) sum_vec(out, n - 16, src, w, n_taps, init);
+#endif
 }
 
 /* ------------------------------------------------------------- max/min */
@@ -293,15 +359,83 @@ static void binary(ps_expr_op op, float *restrict d, const float *restrict a, in
     }
 }
 
+/* The fused operations (kernels.h): every operand a row. */
+static void fused(const ps_vop *op, float *restrict d, const float *restrict a, const float *restrict b,
+                  const float *restrict c, const float *restrict e, int64_t n)
+{
+    switch (op->op) {
+    case PS_VOP_FMA:
+        for (int64_t i = 0; i < n; i++) d[i] = a[i] * b[i] + c[i];
+        break;
+    case PS_VOP_FMS:
+        for (int64_t i = 0; i < n; i++) d[i] = a[i] * b[i] - c[i];
+        break;
+    case PS_VOP_FNMA:
+        for (int64_t i = 0; i < n; i++) d[i] = c[i] - a[i] * b[i];
+        break;
+    case PS_VOP_MAM:
+        for (int64_t i = 0; i < n; i++) d[i] = a[i] * b[i] + c[i] * e[i];
+        break;
+    case PS_VOP_MSM:
+        for (int64_t i = 0; i < n; i++) d[i] = a[i] * b[i] - c[i] * e[i];
+        break;
+    case PS_VOP_ABSDIFF:
+        for (int64_t i = 0; i < n; i++) d[i] = fabsf(a[i] - b[i]);
+        break;
+    case PS_VOP_SELCMP:
+        switch (op->cmp) {
+        case PS_EXPR_LT:
+            for (int64_t i = 0; i < n; i++) d[i] = a[i] < b[i] ? c[i] : e[i];
+            break;
+        case PS_EXPR_LE:
+            for (int64_t i = 0; i < n; i++) d[i] = a[i] <= b[i] ? c[i] : e[i];
+            break;
+        case PS_EXPR_GT:
+            for (int64_t i = 0; i < n; i++) d[i] = a[i] > b[i] ? c[i] : e[i];
+            break;
+        case PS_EXPR_GE:
+            for (int64_t i = 0; i < n; i++) d[i] = a[i] >= b[i] ? c[i] : e[i];
+            break;
+        case PS_EXPR_EQ:
+            for (int64_t i = 0; i < n; i++) d[i] = a[i] == b[i] ? c[i] : e[i];
+            break;
+        default:
+            for (int64_t i = 0; i < n; i++) d[i] = a[i] != b[i] ? c[i] : e[i];
+            break;
+        }
+        break;
+    default: break;
+    }
+}
+
 static void run_vprog(const ps_vprog *prog, float *restrict out, const float *const *in, int64_t n, float *regs)
 {
     float konst[3][PS_VCHUNK];
+    /* constant registers of the fused operations, once per call */
+    int64_t first = n < PS_VCHUNK ? n : PS_VCHUNK;
+    for (int c = 0; c < prog->n_consts; c++) {
+        float *r = regs + (int64_t)prog->const_reg[c] * PS_VCHUNK, v = prog->const_val[c];
+        for (int64_t i = 0; i < first; i++) r[i] = v;
+    }
     for (int64_t i0 = 0; i0 < n; i0 += PS_VCHUNK) {
         int64_t len = n - i0 < PS_VCHUNK ? n - i0 : PS_VCHUNK;
         for (int o = 0; o < prog->n_ops; o++) {
             const ps_vop *op = &prog->ops[o];
+            float *dd = op->dst == PS_VOP_OUT ? out + i0 : regs + (int64_t)op->dst * PS_VCHUNK;
+            if (op->op >= PS_VOP_FMA) {
+                const float *p[4];
+                for (int j = 0; j < 4; j++) {
+                    int a = op->a[j];
+                    p[j] = PS_VOP_IS_INPUT(a) ? in[PS_VOP_INPUT_INDEX(a)] + i0
+                           : a >= 0           ? regs + (int64_t)a * PS_VCHUNK
+                                              : NULL;
+                }
+                fused(op, dd, p[0], p[1], p[2], p[3], len);
+                continue;
+            }
             const float *arg[3];
             int isk[3] = {0, 0, 0};
+            (void)dd;
             int arity = op->op == PS_EXPR_SELECT || op->op == PS_EXPR_CLAMP ? 3 : op->op >= PS_EXPR_ADD ? 2 : op->op >= PS_EXPR_NEG ? 1 : 0;
             for (int j = 0; j < (arity ? arity : 1); j++) {
                 int a = op->a[j];
@@ -438,4 +572,5 @@ const ps_row_kernels PS_KERNEL_TABLE = {
     .down2_average = down2_average,
     .stream_copy = stream_copy,
     .stream_fence = stream_fence,
+    .sum_disjoint = sum_disjoint_rows,
 };
