@@ -27,7 +27,7 @@
  * built and evaluated (the builder's domains are checked against the
  * definitions) and the test exits 77 (skipped).
  *
- * PS_TEST_COUNT: graphs (default 200; 40 under ASan). PS_TEST_VERBOSE=1
+ * PS_TEST_COUNT: graphs (default 200; 100 under ASan). PS_TEST_VERBOSE=1
  * prints every plan's time and every refused FIXED grouping. */
 #include <pthread.h>
 #include <time.h>
@@ -46,7 +46,7 @@
  * planner's isl analysis runs several times slower, so that run takes fewer;
  * PS_TEST_COUNT overrides both. */
 #if defined(__SANITIZE_ADDRESS__)
-#define DEFAULT_COUNT 40
+#define DEFAULT_COUNT 100
 #else
 #define DEFAULT_COUNT 200
 #endif
@@ -776,8 +776,9 @@ static int run_config(ps_context *ctx, const ps_graph *g, uint64_t seed, const c
     S->plan_mode_s[c->fusion] += now_s() - t0;
     S->plan_mode_n[c->fusion]++;
     if (getenv("PS_TEST_VERBOSE"))
-        printf("plan %s %d stages %d threads tile %lldx%lld: %.3f s %s\n", mode_name(c->fusion), nt, c->threads,
-               (long long)c->tile_h, (long long)c->tile_w, now_s() - t0, ps_status_str(st));
+        printf("plan (seed %llu) %s %d tensors %d threads tile %lldx%lld: %.3f s %s\n", (unsigned long long)seed,
+               mode_name(c->fusion), nt, c->threads, (long long)c->tile_h, (long long)c->tile_w, now_s() - t0,
+               ps_status_str(st));
     ps_graph_destroy(copy);
     tu_checks++;
     if (c->fusion == PS_FUSION_FIXED) S->fixed_tried++;
@@ -838,6 +839,7 @@ static int run_config(ps_context *ctx, const ps_graph *g, uint64_t seed, const c
     t0 = now_s();
     ps_status xs = ps_graph_execute(p, inputs, (float *const *)out.p, NULL);
     S->exec_s += now_s() - t0;
+    if (getenv("PS_TEST_VERBOSE")) printf("execute (seed %llu) %s: %.3f s\n", (unsigned long long)seed, what, now_s() - t0);
     S->executions++;
     if (xs) PROBLEM("execute: %s: %s", ps_status_str(xs), ps_last_error_message());
     int wrong = 0;
@@ -921,6 +923,8 @@ static int run_config(ps_context *ctx, const ps_graph *g, uint64_t seed, const c
 
 int main(void)
 {
+    /* verbose: line by line, so that the last plan before a crash shows */
+    if (getenv("PS_TEST_VERBOSE")) setvbuf(stdout, NULL, _IOLBF, 0);
     const uint64_t seed0 = tu_seed("test_graph_random", 20240);
     const char *ce = getenv("PS_TEST_COUNT");
     const int count = ce && *ce ? atoi(ce) : DEFAULT_COUNT;
