@@ -29,7 +29,8 @@
  * The graph is append-only and every stage names tensors that already exist,
  * so a graph is acyclic by construction. Each ps_graph_add_* call validates
  * its stage completely; on error it returns the status with a message
- * (ps_last_error_message) and the graph is unchanged.
+ * (ps_last_error_message), sets *out to -1 (when out is not NULL) and leaves
+ * the graph unchanged.
  *
  * Thread safety: a graph may be read (planned) from several threads at once
  * while no thread modifies it. A graph plan is immutable after creation and
@@ -103,7 +104,10 @@ typedef enum ps_resample {
     PS_RESAMPLE_UP2_BILINEAR = 1, /* out(y, x) samples in at ((y - 0.5)/2, (x - 0.5)/2):
                                      weights 3/4 and 1/4 of the two nearest rows (and columns),
                                      reads outside the domain answered by the boundary */
-    PS_RESAMPLE_DOWN2_AVERAGE = 2 /* out(y, x) = mean of in(2y + {0,1}, 2x + {0,1}) */
+    PS_RESAMPLE_DOWN2_AVERAGE = 2 /* out(y, x) = mean of in(2y + {0,1}, 2x + {0,1}); the domain is
+                                     that of a stride-2 stencil (ceil(H/2) rows for a 0-based
+                                     input), so at an odd edge the second row or column is read
+                                     through the boundary */
 } ps_resample;
 
 /* --- building --- */
@@ -191,7 +195,8 @@ typedef struct ps_graph_options {
     int num_threads;      /* 0: the context's */
     ps_fusion fusion;
     /* > 0: every group's tiles are tile_h x tile_w pixels of its output
-     * (rounded up to what its scaled stages need); 0: the tile-size model. */
+     * (rounded up to what its scaled stages need), each at most 2^24; 0:
+     * the tile-size model. Both are set, or neither. */
     int64_t tile_h, tile_w;
     /* > 0: inside a tile, bands of rows run in chunks of this many columns
      * (of the group's output); 0: the model's. */
@@ -217,9 +222,10 @@ PS_API ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph,
 /* __take. NULL is a no-op. */
 PS_API void ps_graph_plan_destroy(ps_graph_plan *plan);
 
-/* Bytes of the tensors passed between groups; 0 when none. Pass a buffer
- * this large (64-byte aligned) to execute, or NULL and execute allocates it
- * per call. */
+/* Bytes of the workspace: the tensors passed between groups and, per
+ * thread, the rings of rows, staging rows and expression registers of a
+ * tile (so never 0). Pass a buffer this large (64-byte aligned) to
+ * execute, or NULL and execute allocates it per call. */
 PS_API ps_status ps_graph_plan_workspace_size(const ps_graph_plan *plan, size_t *bytes);
 
 /* inputs[i]: graph input number i, outputs[i]: graph output number i, each
@@ -230,7 +236,9 @@ PS_API ps_status ps_graph_execute(const ps_graph_plan *plan, const float *const 
 
 /* Readable account of the plan: groups and why they were formed, tile sizes,
  * redundant computation, scratch bytes per thread, each group's cost and its
- * isl schedule tree. snprintf-like (*needed may be NULL). */
+ * isl schedule tree. *needed (may be NULL) gets the length without the NUL;
+ * as much as fits is written, NUL-terminated, and PS_ERR_BUFFER_TOO_SMALL is
+ * returned when it does not all fit (len 0 with buf NULL asks the length). */
 PS_API ps_status ps_graph_plan_describe(const ps_graph_plan *plan, char *buf, size_t len, size_t *needed);
 
 typedef struct ps_graph_plan_stats {

@@ -74,9 +74,9 @@ void ps_stencil_extent(const ps_node *s, int *dy_min, int *dy_max, int *dx_min, 
  * (not yet appended: append() does that once everything is valid). */
 static ps_status begin(ps_graph *g, const char *who, const char *name, ps_tensor *out, ps_node *nd)
 {
-    if (!g) return ps_error(PS_ERR_NULL_POINTER, "%s: graph is NULL", who);
     if (!out) return ps_error(PS_ERR_NULL_POINTER, "%s: out is NULL", who);
     *out = -1;
+    if (!g) return ps_error(PS_ERR_NULL_POINTER, "%s: graph is NULL", who);
     if (g->n >= PS_GRAPH_MAX_TENSORS)
         return ps_error(PS_ERR_INVALID_ARG, "%s: the graph already has %d tensors (the most)", who, PS_GRAPH_MAX_TENSORS);
     memset(nd, 0, sizeof *nd);
@@ -115,10 +115,10 @@ static ps_status check_size(const char *who, const ps_node *nd)
         nd->dom.y0 > PS_GRAPH_COORD_MAX - nd->dom.h || nd->dom.x0 > PS_GRAPH_COORD_MAX - nd->dom.w)
         return ps_error(PS_ERR_OVERFLOW, "%s: \"%s\": its domain [%lld, +%lld) x [%lld, +%lld) leaves [-2^40, 2^40)", who,
                         nd->name, (long long)nd->dom.y0, (long long)nd->dom.h, (long long)nd->dom.x0, (long long)nd->dom.w);
-    int64_t e = nd->n * nd->c;
+    /* each factor bounded before any product is formed */
     if (nd->dom.h > PS_GRAPH_DIM_MAX || nd->dom.w > PS_GRAPH_DIM_MAX || nd->n > PS_GRAPH_DIM_MAX ||
-        nd->c > PS_GRAPH_DIM_MAX || e > PS_GRAPH_ELEMS_MAX / nd->dom.h ||
-        e * nd->dom.h > PS_GRAPH_ELEMS_MAX / nd->dom.w)
+        nd->c > PS_GRAPH_DIM_MAX || nd->n * nd->c > PS_GRAPH_ELEMS_MAX / nd->dom.h ||
+        nd->n * nd->c * nd->dom.h > PS_GRAPH_ELEMS_MAX / nd->dom.w)
         return ps_error(PS_ERR_OVERFLOW, "%s: tensor \"%s\" of %lld x %lld x %lld x %lld is too large (at most 2^40 elements)",
                         who, nd->name, (long long)nd->n, (long long)nd->dom.h, (long long)nd->dom.w, (long long)nd->c);
     return PS_SUCCESS;
@@ -239,8 +239,11 @@ ps_status ps_graph_add_stencil(ps_graph *g, const char *name, const ps_stencil *
     if (nd.dom.h < 1 || nd.dom.w < 1) {
         node_release(&nd);
         return ps_error(PS_ERR_INVALID_ARG,
-                        "%s: \"%s\": no valid pixel: taps span %d x %d over an input of %lld x %lld (strides %d x %d)", who,
-                        nd.name, dy1 - dy0 + 1, dx1 - dx0 + 1, (long long)in->dom.h, (long long)in->dom.w, nd.sy, nd.sx);
+                        "%s: \"%s\": no %s: an input of %lld x %lld at (%lld, %lld) read by taps spanning %d x %d at "
+                        "strides %d x %d leaves none",
+                        who, nd.name, nd.boundary == PS_BOUNDARY_VALID ? "valid pixel (every tap inside)" : "pixel",
+                        (long long)in->dom.h, (long long)in->dom.w, (long long)in->dom.y0, (long long)in->dom.x0,
+                        dy1 - dy0 + 1, dx1 - dx0 + 1, nd.sy, nd.sx);
     }
     if ((st = check_size(who, &nd))) {
         node_release(&nd);

@@ -785,5 +785,7 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
     }
     if (needed) *needed = off;
     if (len > 0) buf[off < len ? off : len - 1] = '\0';
+    if (len && off >= len)
+        return ps_error(PS_ERR_BUFFER_TOO_SMALL, "ps_graph_plan_describe: needs %zu bytes plus NUL", off);
     return PS_SUCCESS;
 }

@@ -755,13 +755,6 @@ static void fuzz_schedule_text(rd *r)
 #define FUZZ_GRAPH_PLAN_STAGES 8       /* DP planning time grows fast with the stage count */
 #define FUZZ_GRAPH_EVAL_ELEMS (1 << 15) /* elements of all tensors together, to evaluate and execute */
 
-/* Builder calls with arguments on which the builder is known to overflow or
- * divide by zero are skipped unless FUZZ_GRAPH_ALL=1 (test_graph_api checks
- * them one by one), so that the fuzzer keeps looking past them: inputs
- * whose n * c leaves int64 (the builder multiplies before it checks the
- * factors). */
-static int g_graph_all;
-
 static int g_tame; /* every weight, bias and constant decoded so far is finite, 0 or 1e-3..1e3 */
 
 static float graph_float(rd *r)
@@ -880,8 +873,6 @@ static void graph_call(rd *r, ps_graph *g)
         call = "ps_graph_add_input";
         const char *name = graph_name(r, name_buf);
         const int64_t n = size_field(r, 2), h = size_field(r, 9), w = size_field(r, 11), c = size_field(r, 4);
-        int64_t nc;
-        if (!g_graph_all && __builtin_mul_overflow(n, c, &nc)) return;
         st = ps_graph_add_input(u8(r) == 255 ? NULL : g, name, n, h, w, c, (ps_act_layout)enum_field(r, 2), &out);
         break;
     }
@@ -1196,7 +1187,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     g_verbose = getenv("FUZZ_VERBOSE") && atoi(getenv("FUZZ_VERBOSE")) > 0;
-    g_graph_all = getenv("FUZZ_GRAPH_ALL") && atoi(getenv("FUZZ_GRAPH_ALL")) > 0;
     setenv("PS_CALIBRATE", "0", 1); /* built-in latency table: no measuring per process */
     ps_context_options co;
     ps_context_options_init(&co);
