@@ -290,7 +290,10 @@ ps_status ps_pipeline_build(const ps_graph *g, int inline_pointwise, ps_pipeline
             for (int q = t + 1; q < n && ok; q++)
                 if (live[q] && reads(&st[q], t)) {
                     any = 1;
-                    ok = st[q].kind == PS_NODE_POINTWISE;
+                    /* A one-channel stage broadcast into a consumer of C
+                     * channels would be recomputed C times: only a single
+                     * operation is worth that. */
+                    ok = st[q].kind == PS_NODE_POINTWISE && (P->c == st[q].c || ps_expr_size(P->expr) <= 3);
                 }
             if (!ok || !any) continue;
             /* A consumer inlining fails for keeps reading P, which then

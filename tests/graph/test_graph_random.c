@@ -254,7 +254,9 @@ static void add_stencil(gen *G)
      * wider than the input, or strides that step over a domain that does not
      * start at 0 (stride 3 over the single column 1). Then the same stencil
      * with CLAMP, then with stride 1. */
-    for (int retry = 0; retry < 2 && s == PS_ERR_INVALID_ARG && strstr(ps_last_error_message(), "no valid pixel"); retry++) {
+    for (int retry = 0; retry < 2 && s == PS_ERR_INVALID_ARG &&
+                        (strstr(ps_last_error_message(), "no valid pixel") || strstr(ps_last_error_message(), "no pixel"));
+         retry++) {
         if (ps_graph_num_tensors(G->g) != before || t != -1) {
             fprintf(stderr, "a refused stencil changed the graph (%d -> %d tensors, out %d)\n", before,
                     ps_graph_num_tensors(G->g), t);
