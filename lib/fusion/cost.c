@@ -59,10 +59,27 @@ void ps_group_extent(const ps_pipeline *p, const ps_group_geom *g, double *y0, d
 static int64_t tile_width(const ps_pipeline *p, const ps_group_geom *g, const ps_cost_model *cm, const ps_region_form *f0,
                           int64_t ty0, double ext_x)
 {
+    (void)f0;
+    (void)ty0;
     double per_col = 0;
     for (int k = 0; k < g->n; k++) {
-        double rows = (double)g->align_y * rat_d(&g->sy[k]) + (double)(f0[k].h - ps_group_member_tile(&g->sy[k], ty0)) + 1;
-        per_col += 4.0 * (double)p->st[g->m[k]].c * rat_d(&g->sx[k]) * rows;
+        const ps_pstage *S = &p->st[g->m[k]];
+        if (g->live_out[k] && !g->inner_cons[k]) continue; /* written in place: no ring */
+        /* its band's rows, plus the rows a band of its widest reader reads */
+        double band = (double)g->align_y * rat_d(&g->sy[k]), rows = band;
+        for (int c = 0; c < S->n_cons; c++) {
+            int q = ps_group_member_index(g, S->cons[c]);
+            if (q < 0) continue;
+            const ps_pstage *Q = &p->st[g->m[q]];
+            int64_t bq = (int64_t)ceil((double)g->align_y * rat_d(&g->sy[q]));
+            ps_box b = {0, 0, bq > 0 ? bq : 1, 1};
+            for (int j = 0; j < Q->n_in; j++)
+                if (Q->in[j] == g->m[k]) {
+                    ps_box r = ps_read_box(p, g->m[q], j, &b);
+                    if (band + (double)r.h > rows) rows = band + (double)r.h;
+                }
+        }
+        per_col += 4.0 * (double)S->c * rat_d(&g->sx[k]) * rows;
     }
     int64_t full = round_up((int64_t)ceil(ext_x), g->align_x);
     int64_t x = (int64_t)(0.5 * (double)cm->cache[1] / (per_col > 0 ? per_col : 1));
@@ -199,14 +216,16 @@ ps_status ps_group_cost_uncached(ps_fusion_state *fs, const int *m, int n, ps_gr
         rc = f0 ? ps_group_regions(fs->regions, p, &g, ty0, tx0, f0) : -1;
         if (rc == 1) {
             int64_t tx = tile_width(p, &g, cm, f0, ty0, ext_x);
-            /* The y side: as tall as leaves every core two or more tiles
-             * (tiles differ in cost at the image's edges), the cheapest of
-             * those by the cost; taller tiles recompute less halo. */
+            /* The y side: as tall as leaves every core four or more tiles
+             * (tiles differ in cost at the image's edges, and a core the
+             * system takes away for a while must not hold up the rest), the
+             * cheapest of those by the cost; taller tiles recompute less
+             * halo. */
             int64_t images = p->st[g.m[0]].n, tried[8];
             int nt = 0;
             ps_group_eval best = {0};
             best.cost = INFINITY;
-            for (int f = 2; f <= 32 && rc >= 0; f *= 2) {
+            for (int f = 4; f <= 32 && rc >= 0; f *= 2) {
                 double per_image = (double)cm->cores * f / (double)images;
                 int64_t ty = round_up((int64_t)ceil(ext_y / (per_image > 1 ? per_image : 1)), g.align_y);
                 int dup = 0;
