@@ -610,6 +610,7 @@ typedef struct config {
     ps_fusion fusion;
     int threads;
     int64_t tile_h, tile_w;
+    int64_t chunk_w; /* > 0: bands in chunks of so many columns (the skewed column chunks) */
     unsigned flags;
     int group_limit;
     int grouping; /* FIXED: which kind of grouping (see make_grouping) */
@@ -619,8 +620,9 @@ typedef struct config {
 static void describe_config(const config *c, char *buf, size_t len)
 {
     static const char *groupings[] = {"each stage alone", "all in one", "random of 4", "chunks", "random of 2"};
-    snprintf(buf, len, "fusion %s, %d thread(s), tile %lldx%lld, flags 0x%x, group_limit %d%s%s%s", mode_name(c->fusion),
-             c->threads, (long long)c->tile_h, (long long)c->tile_w, c->flags, c->group_limit,
+    snprintf(buf, len, "fusion %s, %d thread(s), tile %lldx%lld, chunk %lld, flags 0x%x, group_limit %d%s%s%s",
+             mode_name(c->fusion), c->threads, (long long)c->tile_h, (long long)c->tile_w, (long long)c->chunk_w, c->flags,
+             c->group_limit,
              c->fusion == PS_FUSION_FIXED ? ", grouping " : "", c->fusion == PS_FUSION_FIXED ? groupings[c->grouping] : "",
              c->from_copy ? ", planned from a copy destroyed before execution" : "");
 }
@@ -752,6 +754,7 @@ static int run_config(ps_context *ctx, const ps_graph *g, uint64_t seed, const c
     o.num_threads = c->threads;
     o.tile_h = c->tile_h;
     o.tile_w = c->tile_w;
+    o.chunk_w = c->chunk_w;
     o.flags = c->flags;
     o.group_limit = c->group_limit;
     int group_of[MAX_T];
@@ -1007,6 +1010,9 @@ int main(void)
                 cf[k].flags = chance(&r, 0.25) ? PS_GRAPH_NO_INLINE : 0;
                 cf[k].grouping = (int)tu_range(&r, 0, 4);
                 if (cf[k].fusion == PS_FUSION_DP && chance(&r, 0.2)) cf[k].group_limit = (int)tu_range(&r, 1, 3);
+                /* bands run in chunks of a few columns: the skew between
+                 * members' chunks must still give every reader its inputs */
+                if (chance(&r, 0.4)) cf[k].chunk_w = tu_range(&r, 1, 9);
             }
             cf[2].from_copy = gi % 3 == 0;
             const int ti = (int)tu_range(&r, 0, 7), hi = (int)tu_range(&r, 0, 3);
