@@ -188,7 +188,9 @@ typedef enum ps_fusion {
 } ps_fusion;
 
 /* ps_graph_options.flags */
-#define PS_GRAPH_NO_INLINE 1u /* keep pointwise stages as stages of their own */
+#define PS_GRAPH_NO_INLINE 1u   /* keep pointwise stages as stages of their own */
+#define PS_GRAPH_NO_EPILOGUE 2u /* no producer epilogues: a stage read only by one pointwise stage is
+                                   still stored in its own rows before that stage reads them */
 
 typedef struct ps_graph_options {
     size_t struct_size;   /* sizeof(ps_graph_options); set by init */

@@ -34,6 +34,7 @@ typedef struct thread_bufs {
     float *temp;          /* rows on their way to a strided (NHWC) destination */
     float *vrow;          /* bilinear: the vertically interpolated row */
     float *regs;
+    float *fused;         /* producer epilogues: one chunk per input of the reader */
     const float *zeros;
     const float *src[PS_STENCIL_MAX_TAPS];
     const float *rowp[PS_STENCIL_MAX_TAPS];
@@ -86,13 +87,14 @@ static void put_row(const view *o, int64_t c, int64_t y, int64_t x0, int64_t n, 
     for (int64_t i = 0; i < n; i++) d[i * o->ps] = row[i];
 }
 
-static void compute_stage(const ps_graph_plan *pl, int s, const ps_box *B, const view *in, const view *out,
-                          thread_bufs *tb)
+/* One row segment of one channel of a stencil, channel mix or resampling
+ * stage: row y, columns [x0, x0 + w), into dst (contiguous). */
+static void stage_row(const ps_graph_plan *pl, int s, int64_t c, int64_t y, int64_t x0, int64_t w, const view *in,
+                      float *dst, thread_bufs *tb)
 {
     const ps_pstage *S = &pl->pipe.st[s];
     const ps_gx_stage *X = &pl->xs[s];
     const ps_row_kernels *K = pl->k;
-    int64_t y1 = B->y0 + B->h, w = B->w;
     switch (S->kind) {
     case PS_NODE_STENCIL: {
         /* Columns whose taps all fall inside the input's domain read it in
@@ -101,31 +103,72 @@ static void compute_stage(const ps_graph_plan *pl, int s, const ps_box *B, const
          * traffic of wide tiles). */
         const ps_box *d = &in[0].dom;
         int64_t ix0 = ceil_div(d->x0 - X->dx_min, S->sx), ix1 = floor_div(d->x0 + d->w - 1 - X->dx_max, S->sx) + 1;
-        if (ix0 < B->x0) ix0 = B->x0;
-        if (ix1 > B->x0 + w) ix1 = B->x0 + w;
-        if (ix1 < ix0) ix1 = ix0 = B->x0 + w; /* no interior: one edge part */
-        int64_t part[3][2] = {{B->x0, ix0}, {ix0, ix1}, {ix1, B->x0 + w}};
-        for (int64_t c = 0; c < S->c; c++) {
-            const float *wts = S->w + (S->per_channel ? c * S->n_taps : 0);
-            for (int64_t y = B->y0; y < y1; y++) {
-                float *dst = dst_row(out, c, y, B->x0, tb->temp);
-                for (int pi = 0; pi < 3; pi++) {
-                    int64_t a = part[pi][0], np = part[pi][1] - a;
-                    if (np <= 0) continue;
-                    int64_t len = S->sx * (np - 1) + (X->dx_max - X->dx_min) + 1, xs = S->sx * a + X->dx_min;
-                    for (int r = 0; r < X->n_rows; r++)
-                        tb->rowp[r] = fetch(&in[0], c, S->sy * y + X->row_dy[r], xs, len, S->boundary,
-                                            tb->staging + r * len, tb->zeros);
-                    for (int t = 0; t < S->n_taps; t++) tb->src[t] = tb->rowp[X->tap_row[t]] + (S->dx[t] - X->dx_min);
-                    float *dp = dst + (a - B->x0);
-                    if (S->reduce == PS_REDUCE_SUM) K->sum(dp, np, tb->src, wts, S->n_taps, S->sx, 0.0f);
-                    else K->maxmin(dp, np, tb->src, wts, S->n_taps, S->sx, S->reduce == PS_REDUCE_MAX);
-                }
-                put_row(out, c, y, B->x0, w, dst);
-            }
+        if (ix0 < x0) ix0 = x0;
+        if (ix1 > x0 + w) ix1 = x0 + w;
+        if (ix1 < ix0) ix1 = ix0 = x0 + w; /* no interior: one edge part */
+        int64_t part[3][2] = {{x0, ix0}, {ix0, ix1}, {ix1, x0 + w}};
+        const float *wts = S->w + (S->per_channel ? c * S->n_taps : 0);
+        for (int pi = 0; pi < 3; pi++) {
+            int64_t a = part[pi][0], np = part[pi][1] - a;
+            if (np <= 0) continue;
+            int64_t len = S->sx * (np - 1) + (X->dx_max - X->dx_min) + 1, xs = S->sx * a + X->dx_min;
+            for (int r = 0; r < X->n_rows; r++)
+                tb->rowp[r] = fetch(&in[0], c, S->sy * y + X->row_dy[r], xs, len, S->boundary, tb->staging + r * len,
+                                    tb->zeros);
+            for (int t = 0; t < S->n_taps; t++) tb->src[t] = tb->rowp[X->tap_row[t]] + (S->dx[t] - X->dx_min);
+            float *dp = dst + (a - x0);
+            if (S->reduce == PS_REDUCE_SUM) K->sum(dp, np, tb->src, wts, S->n_taps, S->sx, 0.0f);
+            else K->maxmin(dp, np, tb->src, wts, S->n_taps, S->sx, S->reduce == PS_REDUCE_MAX);
         }
         return;
     }
+    case PS_NODE_MIX:
+        for (int64_t ci = 0; ci < S->in_c; ci++)
+            tb->src[ci] = fetch(&in[0], ci, y, x0, w, PS_BOUNDARY_CLAMP, tb->staging + ci * w, tb->zeros);
+        K->sum(dst, w, tb->src, S->mix_w + c * S->in_c, (int)S->in_c, 1, S->mix_bias ? S->mix_bias[c] : 0.0f);
+        return;
+    case PS_NODE_RESAMPLE: {
+        int64_t j0 = floor_div(x0, 2), j1 = floor_div(x0 + w - 1, 2);
+        int parity = (int)(x0 - 2 * j0);
+        if (S->resample == PS_RESAMPLE_UP2_NEAREST) {
+            const float *src = fetch(&in[0], c, floor_div(y, 2), j0, j1 - j0 + 1, S->boundary, tb->staging, tb->zeros);
+            K->up2_nearest(dst, w, src, parity);
+        } else if (S->resample == PS_RESAMPLE_UP2_BILINEAR) {
+            /* exactly the coarse columns the outputs read: an odd first
+             * column needs none left of j0, an even last none right of j1 */
+            int64_t k = floor_div(y, 2), far = y - 2 * k ? k + 1 : k - 1;
+            int64_t lo = floor_div(x0 - 1, 2), len = floor_div(x0 + w, 2) - lo + 1;
+            const float *a = fetch(&in[0], c, k, lo, len, S->boundary, tb->staging, tb->zeros);
+            const float *f = fetch(&in[0], c, far, lo, len, S->boundary, tb->staging + len, tb->zeros);
+            for (int64_t i = 0; i < len; i++) tb->vrow[i] = 0.75f * a[i] + 0.25f * f[i];
+            K->up2_bilinear_h(dst, w, tb->vrow + (j0 - lo), parity);
+        } else {
+            const float *a = fetch(&in[0], c, 2 * y, 2 * x0, 2 * w, S->boundary, tb->staging, tb->zeros);
+            const float *b = fetch(&in[0], c, 2 * y + 1, 2 * x0, 2 * w, S->boundary, tb->staging + 2 * w, tb->zeros);
+            K->down2_average(dst, w, a, b);
+        }
+        return;
+    }
+    default: return;
+    }
+}
+
+static void compute_stage(const ps_graph_plan *pl, int s, const ps_box *B, const view *in, const view *out,
+                          thread_bufs *tb)
+{
+    const ps_pstage *S = &pl->pipe.st[s];
+    const ps_row_kernels *K = pl->k;
+    int64_t y1 = B->y0 + B->h, w = B->w;
+    switch (S->kind) {
+    case PS_NODE_STENCIL:
+    case PS_NODE_RESAMPLE:
+        for (int64_t c = 0; c < S->c; c++)
+            for (int64_t y = B->y0; y < y1; y++) {
+                float *dst = dst_row(out, c, y, B->x0, tb->temp);
+                stage_row(pl, s, c, y, B->x0, w, in, dst, tb);
+                put_row(out, c, y, B->x0, w, dst);
+            }
+        return;
     case PS_NODE_POINTWISE:
         for (int64_t c = 0; c < S->c; c++)
             for (int64_t y = B->y0; y < y1; y++) {
@@ -148,35 +191,6 @@ static void compute_stage(const ps_graph_plan *pl, int s, const ps_box *B, const
             }
         }
         return;
-    case PS_NODE_RESAMPLE: {
-        int64_t j0 = floor_div(B->x0, 2), j1 = floor_div(B->x0 + w - 1, 2);
-        int parity = (int)(B->x0 - 2 * j0);
-        for (int64_t c = 0; c < S->c; c++)
-            for (int64_t y = B->y0; y < y1; y++) {
-                float *d = dst_row(out, c, y, B->x0, tb->temp);
-                if (S->resample == PS_RESAMPLE_UP2_NEAREST) {
-                    const float *src = fetch(&in[0], c, floor_div(y, 2), j0, j1 - j0 + 1, S->boundary, tb->staging,
-                                             tb->zeros);
-                    K->up2_nearest(d, w, src, parity);
-                } else if (S->resample == PS_RESAMPLE_UP2_BILINEAR) {
-                    /* exactly the coarse columns the outputs read: an odd first
-                     * column needs none left of j0, an even last none right of j1 */
-                    int64_t k = floor_div(y, 2), far = y - 2 * k ? k + 1 : k - 1;
-                    int64_t lo = floor_div(B->x0 - 1, 2), len = floor_div(B->x0 + w, 2) - lo + 1;
-                    const float *a = fetch(&in[0], c, k, lo, len, S->boundary, tb->staging, tb->zeros);
-                    const float *f = fetch(&in[0], c, far, lo, len, S->boundary, tb->staging + len, tb->zeros);
-                    for (int64_t i = 0; i < len; i++) tb->vrow[i] = 0.75f * a[i] + 0.25f * f[i];
-                    K->up2_bilinear_h(d, w, tb->vrow + (j0 - lo), parity);
-                } else {
-                    const float *a = fetch(&in[0], c, 2 * y, 2 * B->x0, 2 * w, S->boundary, tb->staging, tb->zeros);
-                    const float *b = fetch(&in[0], c, 2 * y + 1, 2 * B->x0, 2 * w, S->boundary, tb->staging + 2 * w,
-                                           tb->zeros);
-                    K->down2_average(d, w, a, b);
-                }
-                put_row(out, c, y, B->x0, w, d);
-            }
-        return;
-    }
     default: return;
     }
 }
@@ -363,6 +377,47 @@ int64_t ps_band_low(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B,
     return low;
 }
 
+/* A pointwise member with producer epilogues (graph_exec.h): for every row
+ * and channel, a chunk of columns at a time, its fused producers compute
+ * their chunk into L1 (thread_bufs.fused) and the expression reads them
+ * there; its other inputs come from their rings or memory. */
+static void compute_fused(const ps_graph_plan *pl, const ps_gx_group *g, const ps_gx_member *m, const ps_box *B,
+                          const ps_box *boxes, const view *in, const view *out, int64_t n, const float *const *inputs,
+                          float *const *outputs, float *ws, thread_bufs *tb)
+{
+    const ps_pstage *Q = &pl->pipe.st[m->stage];
+    view pin[PS_POINTWISE_MAX_INPUTS];
+    for (int j = 0; j < Q->n_in; j++) {
+        if (!m->fused[j]) continue;
+        const ps_gx_member *k = &g->mem[m->in_member[j]];
+        const ps_pstage *K = &pl->pipe.st[k->stage];
+        int pk = k->in_member[0];
+        pin[j] = pk >= 0 ? scratch_view(pl, &g->mem[pk], &boxes[pk], tb->area)
+                         : memory_view(pl, K->in[0], n, inputs, outputs, ws, 0, tb->zeros);
+    }
+    const float *src[PS_POINTWISE_MAX_INPUTS];
+    int64_t y1 = B->y0 + B->h, w = B->w;
+    for (int64_t c = 0; c < Q->c; c++)
+        for (int64_t y = B->y0; y < y1; y++) {
+            float *d = dst_row(out, c, y, B->x0, tb->temp);
+            for (int64_t x0 = B->x0; x0 < B->x0 + w; x0 += PS_FUSED_CHUNK) {
+                int64_t len = B->x0 + w - x0 < PS_FUSED_CHUNK ? B->x0 + w - x0 : PS_FUSED_CHUNK;
+                for (int j = 0; j < Q->n_in; j++) {
+                    if (!m->fused[j]) continue;
+                    float *chunk = tb->fused + (size_t)j * PS_FUSED_CHUNK;
+                    stage_row(pl, g->mem[m->in_member[j]].stage, c, y, x0, len, &pin[j], chunk, tb);
+                    src[j] = chunk;
+                }
+                for (int j = 0; j < Q->n_in; j++)
+                    if (!m->fused[j])
+                        src[j] = fetch(&in[j], Q->bcast[j] ? 0 : c, y, x0, len, PS_BOUNDARY_CLAMP,
+                                       tb->staging + (size_t)j * (size_t)len, tb->zeros);
+                pl->k->vprog(&Q->prog, d + (x0 - B->x0), src, len, tb->regs);
+            }
+            put_row(out, c, y, B->x0, w, d);
+        }
+}
+
 /* One tile: its kind's program of steps (graph_exec.h), each a block of
  * one member's rows and columns computed into its ring of rows (or straight
  * into memory); live-outs copy their own part out as it is completed. No
@@ -386,6 +441,7 @@ static void run_tile(const ps_graph_plan *pl, const ps_gx_group *g, int64_t n, i
         const ps_pstage *S = &p->st[m->stage];
         for (int j = 0; j < S->n_in; j++) {
             int mk = m->in_member[j];
+            if (m->fused[j]) continue; /* computed in the pass itself */
             in[j] = mk >= 0 ? scratch_view(pl, &g->mem[mk], &boxes[mk], tb->area)
                             : memory_view(pl, S->in[j], n, inputs, outputs, ws, 0, tb->zeros);
         }
@@ -398,7 +454,8 @@ static void run_tile(const ps_graph_plan *pl, const ps_gx_group *g, int64_t n, i
             out = scratch_view(pl, m, B, tb->area);
         }
         ps_box blk = {B->y0 + step->y0, B->x0 + step->x0, step->h, step->w};
-        compute_stage(pl, m->stage, &blk, in, &out, tb);
+        if (m->n_fused) compute_fused(pl, g, m, &blk, boxes, in, &out, n, inputs, outputs, ws, tb);
+        else compute_stage(pl, m->stage, &blk, in, &out, tb);
         if (m->live_out && !m->direct) {
             ps_box own = ps_member_own(m, ti, tj);
             own = ps_box_intersect(&own, &blk);
@@ -426,8 +483,8 @@ void ps_graph_run(const ps_graph_plan *pl, const float *const *inputs, float *co
         /* The thread's area: member scratch, staging rows, temporary rows,
          * expression registers, a row of zeros, the tile's boxes. */
         float *area = threads_area + (size_t)omp_get_thread_num() * pl->thread_floats;
-        size_t off = pl->thread_floats - pl->staging_floats - 2 * pl->temp_floats - pl->regs_floats - pl->zero_floats -
-                     pl->boxes_floats;
+        size_t off = pl->thread_floats - pl->staging_floats - 2 * pl->temp_floats - pl->regs_floats - pl->fused_floats -
+                     pl->zero_floats - pl->boxes_floats;
         thread_bufs tb;
         tb.area = area;
         tb.staging = area + off;
@@ -438,6 +495,8 @@ void ps_graph_run(const ps_graph_plan *pl, const float *const *inputs, float *co
         off += pl->temp_floats;
         tb.regs = area + off;
         off += pl->regs_floats;
+        tb.fused = area + off;
+        off += pl->fused_floats;
         memset(area + off, 0, pl->zero_floats * sizeof(float));
         tb.zeros = area + off;
         off += pl->zero_floats;

@@ -31,6 +31,14 @@ typedef struct ps_gx_member {
     int in_member[PS_POINTWISE_MAX_INPUTS]; /* member computing input j, -1: read from memory */
     int n_reads;           /* (consumer member, its input) pairs reading this member */
     int *read_by, *read_as;
+    /* Producer epilogues: a stencil, mix or resampling member whose only
+     * reader is one pointwise member (not a live-out, as many channels) is
+     * computed in its reader's pass, a chunk of a row at a time in L1, and
+     * never stored; the reader's fused[j] = 1 for such input j. */
+    int fused_into;        /* the reader computing this member, -1: none */
+#define PS_FUSED_CHUNK 1024    /* columns of a producer epilogue's chunk: 4 KiB per input, in L1 */
+    int n_fused;           /* inputs computed in this member's own pass */
+    char fused[PS_POINTWISE_MAX_INPUTS];
     size_t scr_off;        /* floats from the thread area's start */
     int64_t scr_h, scr_rs; /* rows per channel (a ring: row y at slot (y - region start) mod scr_h)
                               and row stride of its scratch */
@@ -94,7 +102,7 @@ struct ps_graph_plan {
     const ps_row_kernels *k;
     size_t ws_tensor_floats;  /* tensors between groups */
     size_t thread_floats;     /* per thread: scratch, staging, temporaries */
-    size_t staging_floats, temp_floats, regs_floats, zero_floats, boxes_floats;
+    size_t staging_floats, temp_floats, regs_floats, fused_floats, zero_floats, boxes_floats;
     int max_members;
     size_t workspace_bytes;
     double plan_ms, fuse_ms;

@@ -83,7 +83,8 @@ static ps_status check_options(const ps_graph *g, const ps_graph_options *o)
     if (o->group_limit < 0) return ps_error(PS_ERR_INVALID_ARG, "%s: group_limit %d is negative", who, o->group_limit);
     if (o->chunk_w < 0 || o->chunk_w > (1 << 24))
         return ps_error(PS_ERR_INVALID_ARG, "%s: chunk_w %lld out of range (0..2^24)", who, (long long)o->chunk_w);
-    if (o->flags & ~PS_GRAPH_NO_INLINE) return ps_error(PS_ERR_INVALID_ARG, "%s: unknown flags 0x%x", who, o->flags);
+    if (o->flags & ~(PS_GRAPH_NO_INLINE | PS_GRAPH_NO_EPILOGUE))
+        return ps_error(PS_ERR_INVALID_ARG, "%s: unknown flags 0x%x", who, o->flags);
     if (g->n_outputs < 1) return ps_error(PS_ERR_INVALID_ARG, "%s: the graph has no output (ps_graph_mark_output)", who);
     return PS_SUCCESS;
 }
@@ -199,7 +200,8 @@ static ps_status build_programs(ps_graph_plan *pl, ps_gx_group *G, const int64_t
                 for (int k = 0; k < n && !st; k++) {
                     if (hi[k] <= done[k] || hx[k] <= xdone[k]) continue;
                     ps_box blk = {done[k], xdone[k], hi[k] - done[k], hx[k] - xdone[k]};
-                    st = add_step(G, &cap, k, &blk, &B[k]);
+                    /* a fused producer's rows come with its reader's steps */
+                    if (G->mem[k].fused_into < 0) st = add_step(G, &cap, k, &blk, &B[k]);
                     xdone[k] = hx[k];
                 }
             }
@@ -310,6 +312,25 @@ static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *
             if (c < tj0) tj0 = c;
             if (d > tj1) tj1 = d;
         }
+    }
+    /* Producer epilogues (graph_exec.h): a stencil, mix or resampling
+     * member read only by one pointwise member, not a live-out, with as
+     * many channels, is computed in its reader's pass. */
+    for (int k = 0; k < n; k++) G->mem[k].fused_into = -1;
+    for (int k = 0; k < n && !st && !(pl->opts.flags & PS_GRAPH_NO_EPILOGUE); k++) {
+        ps_gx_member *K = &G->mem[k];
+        const ps_pstage *S = &p->st[K->stage];
+        if (K->live_out || K->n_reads == 0 || S->kind == PS_NODE_POINTWISE) continue;
+        int q = K->read_by[0], ok = 1;
+        for (int i = 0; i < K->n_reads; i++) ok &= K->read_by[i] == q;
+        const ps_pstage *Q = &p->st[G->mem[q].stage];
+        if (!ok || Q->kind != PS_NODE_POINTWISE || Q->c != S->c) continue;
+        K->fused_into = q;
+        for (int i = 0; i < K->n_reads; i++) G->mem[q].fused[K->read_as[i]] = 1;
+    }
+    for (int q = 0; q < n; q++) {
+        G->mem[q].n_fused = 0;
+        for (int j = 0; j < PS_POINTWISE_MAX_INPUTS; j++) G->mem[q].n_fused += G->mem[q].fused[j];
     }
     G->ti0 = ti0;
     G->tj0 = tj0;
@@ -452,7 +473,7 @@ static ps_status explain_group(ps_graph_plan *pl, ps_fusion_state *fs, const int
 static ps_status layout(ps_graph_plan *pl)
 {
     const ps_pipeline *p = &pl->pipe;
-    size_t scratch_max = 0, staging = 0, temp = 16, regs = 0, zeros = 16;
+    size_t scratch_max = 0, staging = 0, temp = 16, regs = 0, zeros = 16, fused = 0;
     pl->max_members = 1;
     for (int gi = 0; gi < pl->n_groups; gi++) {
         ps_gx_group *G = &pl->groups[gi];
@@ -470,7 +491,8 @@ static ps_status layout(ps_graph_plan *pl)
             M->stream = M->direct && stream_from && bytes >= stream_from &&
                         (S->output_index < 0 || S->layout == PS_LAYOUT_NCHW);
             M->scr_off = off;
-            if (!M->direct) off += round16((size_t)S->c * (size_t)M->scr_h * (size_t)M->scr_rs);
+            if (!M->direct && M->fused_into < 0) off += round16((size_t)S->c * (size_t)M->scr_h * (size_t)M->scr_rs);
+            if (M->n_fused && (size_t)S->n_in * PS_FUSED_CHUNK > fused) fused = (size_t)S->n_in * PS_FUSED_CHUNK;
             size_t w = (size_t)M->max_w, need = 0, fetch = w;
             switch (S->kind) {
             case PS_NODE_STENCIL:
@@ -498,10 +520,11 @@ static ps_status layout(ps_graph_plan *pl)
     pl->staging_floats = round16(staging);
     pl->temp_floats = round16(temp);
     pl->regs_floats = round16(regs);
+    pl->fused_floats = round16(fused);
     pl->zero_floats = round16(zeros);
     pl->boxes_floats = round16((size_t)pl->max_members * sizeof(ps_box) / sizeof(float));
     pl->thread_floats = round16(scratch_max) + pl->staging_floats + 2 * pl->temp_floats + pl->regs_floats +
-                        pl->zero_floats + pl->boxes_floats;
+                        pl->fused_floats + pl->zero_floats + pl->boxes_floats;
     double bytes = ((double)round16(pl->ws_tensor_floats) + (double)pl->nthreads * (double)pl->thread_floats) * 4.0;
     if (bytes > 1e18) return ps_error(PS_ERR_OVERFLOW, "ps_graph_plan_create: the workspace would overflow");
     pl->workspace_bytes = (size_t)bytes;
@@ -774,7 +797,8 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
             const ps_pstage *S = &p->st[M->stage];
             out(buf, len, &off, "  %-16s %-13s %lld ch, region %lld x %lld for a %lld x %lld share%s%s%s%s%s\n", S->name,
                 kind_name(S), (long long)S->c, (long long)M->form.h, (long long)M->form.w, (long long)M->own_h,
-                (long long)M->own_w, M->live_out ? ", live-out" : "", M->direct ? " (written in place)" : "",
+                (long long)M->own_w, M->live_out ? ", live-out" : "",
+                M->fused_into >= 0 ? " (computed in its reader's pass)" : M->direct ? " (written in place)" : "",
                 S->output_index >= 0 ? ", graph output" : "", S->n_inlined ? ", inlines " : "", S->n_inlined ? S->inlined : "");
         }
         /* The schedule tree is built here, not at planning: only a

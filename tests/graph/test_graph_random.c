@@ -1007,7 +1007,7 @@ int main(void)
             for (int k = 0; k < 5; k++) {
                 cf[k].fusion = k < 4 ? modes[k] : modes[tu_range(&r, 0, 3)];
                 cf[k].threads = 1 + (int)((gi + k) % 2);
-                cf[k].flags = chance(&r, 0.25) ? PS_GRAPH_NO_INLINE : 0;
+                cf[k].flags = (chance(&r, 0.25) ? PS_GRAPH_NO_INLINE : 0) | (chance(&r, 0.25) ? PS_GRAPH_NO_EPILOGUE : 0);
                 cf[k].grouping = (int)tu_range(&r, 0, 4);
                 if (cf[k].fusion == PS_FUSION_DP && chance(&r, 0.2)) cf[k].group_limit = (int)tu_range(&r, 1, 3);
                 /* bands run in chunks of a few columns: the skew between

@@ -25,7 +25,7 @@ import threading
 import numpy as np
 
 from ._lib import (ActLayout, Boundary, ExprOp, Fusion, GraphOptionsC, GraphPlanStatsC, Reduce, Resample,
-                   Status, StencilC, TensorInfoC, lib, PS_GRAPH_NO_INLINE, PS_POINTWISE_MAX_INPUTS)
+                   Status, StencilC, TensorInfoC, lib, PS_GRAPH_NO_INLINE, PS_GRAPH_NO_EPILOGUE, PS_POINTWISE_MAX_INPUTS)
 from ._lib import has_symbol as _lib_has, path as _lib_path
 from .core import (Context, Error, _LAYOUTS, _Owner, _aligned_empty, _arg_error, _check, _check_array,
                    _check_disjoint, _enum, _int, _int_range, _pair, _snprintf_call, default_context)
@@ -608,11 +608,13 @@ class Graph:
 
     # -- planning
 
-    def plan(self, ctx=None, fusion="dp", threads=0, tile=None, group_of=None, group_limit=0, no_inline=False):
+    def plan(self, ctx=None, fusion="dp", threads=0, tile=None, group_of=None, group_limit=0, no_inline=False,
+             no_epilogue=False, chunk=0):
         """A :class:`GraphPlan` of this graph (see there); ctx None: the
         process-wide :func:`default_context`."""
         return GraphPlan(default_context() if ctx is None else ctx, self, fusion=fusion, threads=threads,
-                         tile=tile, group_of=group_of, group_limit=group_limit, no_inline=no_inline)
+                         tile=tile, group_of=group_of, group_limit=group_limit, no_inline=no_inline,
+                         no_epilogue=no_epilogue, chunk=chunk)
 
     def __repr__(self):
         if not self._owner:
@@ -659,7 +661,8 @@ class GraphPlan:
     """A plan of a :class:`Graph` (ps_graph_plan): created once, executed many times.
 
     GraphPlan(ctx, graph, fusion="dp", threads=0, tile=None, group_of=None,
-    group_limit=0, no_inline=False), or ``graph.plan(...)``.
+    group_limit=0, no_inline=False, no_epilogue=False, chunk=0), or
+    ``graph.plan(...)``.
 
     fusion: "dp" (dynamic-programming grouping with the cost and tile-size
     model), "greedy" (maximal fusion), "none" (every stage alone) or "fixed"
@@ -669,7 +672,9 @@ class GraphPlan:
     tile: None (the model) or (h, w) (an int for both): every group's tiles
     in pixels of its output. group_limit: the largest group the bounded
     grouping's first pass forms (0: the library's default). no_inline: keep
-    pointwise stages as stages of their own.
+    pointwise stages as stages of their own. no_epilogue: store every stage's
+    rows (no producer epilogues). chunk: > 0 runs the bands of a tile in
+    chunks of so many columns (0: the model's).
 
     The plan copies what it needs: the graph may change or close afterwards.
     It holds a reference to its context.
@@ -684,7 +689,7 @@ class GraphPlan:
     """
 
     def __init__(self, ctx, graph, fusion="dp", threads=0, tile=None, group_of=None, group_limit=0,
-                 no_inline=False):
+                 no_inline=False, no_epilogue=False, chunk=0):
         if not isinstance(ctx, Context):
             raise _arg_error("ctx must be a polysci.Context (got %s)" % type(ctx).__name__)
         if not isinstance(graph, Graph):
@@ -698,7 +703,8 @@ class GraphPlan:
         if tile is not None:
             opts.tile_h, opts.tile_w = _pair("tile", tile)
         opts.group_limit = _int_range("group_limit", group_limit, _INT_MIN, _INT_MAX)
-        opts.flags = PS_GRAPH_NO_INLINE if no_inline else 0
+        opts.flags = (PS_GRAPH_NO_INLINE if no_inline else 0) | (PS_GRAPH_NO_EPILOGUE if no_epilogue else 0)
+        opts.chunk_w = _int_range("chunk", chunk, 0, 1 << 24)
         with graph._lock:
             groups = None
             if group_of is not None:
