@@ -212,7 +212,7 @@ def test_builder_errors_carry_the_library_status_and_message():
     _raises(ps.ArgumentError, INV, "has a control character, comma or quote", g.input, "a,b", (1, 2, 2, 1))
     _raises(ps.Error, UNS, "strides 9 x 9 unsupported (1..8)", g.stencil, x, [(0, 0)], stride=9)
     _raises(ps.ArgumentError, INV, "n_taps 1025 out of range", g.stencil, x, [(0, 0)] * 1025)
-    _raises(ps.ArgumentError, INV, "no valid pixel: taps span 9 x 1", g.stencil, x, [(-4, 0), (4, 0)], boundary="valid")
+    _raises(ps.ArgumentError, INV, "no valid pixel (every tap inside): an input of 8 x 9 at (0, 0) read by taps spanning 9 x 1", g.stencil, x, [(-4, 0), (4, 0)], boundary="valid")
     _raises(ps.ArgumentError, INV, "the expression reads input 2 of 2", g.pointwise, ps.inp(2) + ps.inp(0), x, g1)
     y = g.input("y", (1, 8, 9, 2))
     n = len(g)
