@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 
 /* The DP gives up (and the greedy grouping is used) past this many states:
@@ -20,13 +21,6 @@
 /* Graphs of more units than this are grouped in bounded passes (Alg. 5). */
 #define PS_DP_UNBOUNDED_UNITS 24
 #define PS_DP_FIRST_LIMIT 8
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* ---------------------------------------------------------------- bitsets */
 
@@ -595,7 +589,7 @@ ps_status ps_fuse(ps_fusion_state *fs, ps_fusion mode, const int *group_in, int 
                   int *n_groups, double *search_ms, long *states)
 {
     const ps_pipeline *p = fs->p;
-    double t0 = now_ms();
+    double t0 = ps_now_ms();
     int ng = 0;
     ps_status st = PS_SUCCESS;
     *states = 0;
@@ -641,6 +635,6 @@ ps_status ps_fuse(ps_fusion_state *fs, ps_fusion mode, const int *group_in, int 
     }
     }
     if (!st) st = order_groups(p, group_of, ng, n_groups);
-    *search_ms = now_ms() - t0;
+    *search_ms = ps_now_ms() - t0;
     return st;
 }

@@ -10,15 +10,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "plan/context_impl.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static size_t round16(size_t v) { return (v + 15) & ~(size_t)15; }
 
@@ -92,7 +86,7 @@ ps_status ps_iter_plan_create(ps_context *ctx, const ps_iter *it, const ps_iter_
     }
     ps_status st = check(it, opts);
     if (st) return st;
-    double t0 = now_ms();
+    double t0 = ps_now_ms();
     ps_iter_plan *pl = calloc(1, sizeof *pl);
     if (!pl) return ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
     pl->ctx = ctx;
@@ -169,7 +163,7 @@ ps_status ps_iter_plan_create(ps_context *ctx, const ps_iter *it, const ps_iter_
     }
     pl->computed = ps_iter_count_points(pl);
     pl->needed = pl->ev.needed;
-    pl->plan_ms = now_ms() - t0;
+    pl->plan_ms = ps_now_ms() - t0;
     if (ctx->verbose) {
         fprintf(stderr, "polysci_verbose,iter_create,%dD,%s,band %lld,tile", pl->nd, tiling_name(pl->tiling), (long long)pl->band);
         for (int d = 0; d < pl->nd; d++) fprintf(stderr, "%s%lld", d ? "x" : " ", (long long)pl->dim[d].tile);
@@ -224,11 +218,11 @@ ps_status ps_iter_execute(const ps_iter_plan *plan, float *const *arrays, void *
         ws = aligned_alloc(64, (plan->workspace_bytes + 63) / 64 * 64 + 64);
         if (!ws) return ps_error(PS_ERR_OUT_OF_MEMORY, "%s: cannot allocate the %zu-byte workspace", who, plan->workspace_bytes);
     }
-    double t0 = plan->ctx->verbose ? now_ms() : 0;
+    double t0 = plan->ctx->verbose ? ps_now_ms() : 0;
     ps_iter_run(plan, arrays, ws);
     if (plan->ctx->verbose)
         fprintf(stderr, "polysci_verbose,iter_exec,%dD,%s,%lld steps,%.3f\n", plan->nd, tiling_name(plan->tiling),
-                (long long)plan->steps, now_ms() - t0);
+                (long long)plan->steps, ps_now_ms() - t0);
     if (!workspace) free(ws);
     return PS_SUCCESS;
 }

@@ -11,17 +11,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "fusion/fusion_impl.h"
 #include "fusion/fusion.h"
 #include "plan/context_impl.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static size_t round16(size_t v) { return (v + 15) & ~(size_t)15; }
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
@@ -547,7 +541,7 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
     }
     ps_status st = check_options(graph, opts);
     if (st) return st;
-    double t0 = now_ms();
+    double t0 = ps_now_ms();
     ps_graph_plan *pl = calloc(1, sizeof *pl);
     if (!pl) return ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
     pl->ctx = ctx;
@@ -617,7 +611,7 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
         ps_graph_plan_destroy(pl);
         return st;
     }
-    pl->plan_ms = now_ms() - t0;
+    pl->plan_ms = ps_now_ms() - t0;
     if (ctx->verbose)
         fprintf(stderr, "polysci_verbose,graph_create,%d stages,%d groups,%s,%.3f\n", p->n, pl->n_groups, pl->k->isa,
                 pl->plan_ms);
@@ -651,10 +645,10 @@ ps_status ps_graph_execute(const ps_graph_plan *plan, const float *const *inputs
         ws = aligned_alloc(64, (plan->workspace_bytes + 63) / 64 * 64 + 64);
         if (!ws) return ps_error(PS_ERR_OUT_OF_MEMORY, "%s: cannot allocate the %zu-byte workspace", who, plan->workspace_bytes);
     }
-    double t0 = plan->ctx->verbose ? now_ms() : 0;
+    double t0 = plan->ctx->verbose ? ps_now_ms() : 0;
     ps_graph_run(plan, inputs, outputs, ws);
     if (plan->ctx->verbose)
-        fprintf(stderr, "polysci_verbose,graph_exec,%d stages,%d groups,%.3f\n", plan->pipe.n, plan->n_groups, now_ms() - t0);
+        fprintf(stderr, "polysci_verbose,graph_exec,%d stages,%d groups,%.3f\n", plan->pipe.n, plan->n_groups, ps_now_ms() - t0);
     if (!workspace) free(ws);
     return PS_SUCCESS;
 }

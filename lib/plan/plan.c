@@ -7,17 +7,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "plan/cache.h"
 #include "plan/context_impl.h"
 #include "ranking/planner.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 void ps_plan_options_init(ps_plan_options *opts)
 {
@@ -90,7 +84,7 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
     if (!out) return ps_error(PS_ERR_NULL_POINTER, "ps_plan_create: plan is NULL");
     *out = NULL;
     if (!ctx) return ps_error(PS_ERR_NULL_POINTER, "ps_plan_create: ctx is NULL");
-    double t0 = now_ms();
+    double t0 = ps_now_ms();
     /* The one validation: everything below takes the canonical problem. */
     ps_problem prob;
     ps_status st = ps_problem_of(desc, &prob);
@@ -140,7 +134,7 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
     }
     /* Only a plan that was built completely teaches the cache anything. */
     if (remember && (st = ps_cache_insert(ctx, key, p->schedule))) goto fail;
-    p->create_ms = now_ms() - t0;
+    p->create_ms = ps_now_ms() - t0;
     if (ctx->verbose) ps_plan_verbose(p, "create", p->create_ms, NULL);
     *out = p;
     return PS_SUCCESS;
@@ -301,9 +295,9 @@ ps_status ps_plan_execute(const ps_plan *plan, const ps_exec_args *args)
     }
     if (plan->ctx->verbose) {
         ps_exec_profile prof;
-        double t0 = now_ms();
+        double t0 = ps_now_ms();
         ps_exec_run(&plan->exec, &ops, &prof);
-        ps_plan_verbose(plan, "exec", now_ms() - t0, &prof);
+        ps_plan_verbose(plan, "exec", ps_now_ms() - t0, &prof);
     } else {
         ps_exec_run(&plan->exec, &ops, NULL);
     }
