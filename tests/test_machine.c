@@ -481,6 +481,23 @@ static void test_profile_files(const char *dir)
     CHECK(ps_machine_load_profile(&m) == 1 && m.fma_units == 2 && m.simd_f32_lanes == 8);
     CHECK(close_to(m.freq_ghz, 2.596) && !strcmp(m.freq_source, "cpuinfo")); /* the clock stays the table's */
     unlink(path);
+
+    /* A profile a calibration wrote on a Xeon VM (mesh L3 at memory's rate)
+     * passes today's checks, and its L3 counts as slow, as the table's Xeon
+     * row says. */
+    fake_machine(&m);
+    snprintf(m.cpu_name, sizeof m.cpu_name, "Intel(R) Xeon(R) Processor");
+    snprintf(m.cpu_key, sizeof m.cpu_key, "GenuineIntel-6-a7-1");
+    m.levels[2].size_bytes = 32 * M;
+    CHECK(!strcmp(ps_machine_perf_table(&m), "Intel Xeon") && ps_machine_llc_slow(&m));
+    CHECK(ps_machine_profile_path(&m, path, sizeof path) > 0);
+    write_file(path, "polysci-machine-profile 1\n# written by ps_machine_calibrate; delete this file to measure again\n"
+                     "cpu Intel(R) Xeon(R) Processor\nkey GenuineIntel-6-a7-1\ncaches 49152 2097152 33554432\n"
+                     "level 1 1.193 403.607\nlevel 2 4.870 192.690\nlevel 3 48.092 30.085\nmemory 137.554 22.316\n"
+                     "peak 249.006 4.1913 2 16\n");
+    CHECK(ps_machine_load_profile(&m) == 1 && ps_machine_llc_slow(&m) && m.fma_units == 2);
+    CHECK(close_to(m.levels[2].bandwidth_gbs, 30.085) && close_to(m.freq_ghz, 4.1913));
+    unlink(path);
 }
 
 /* detect loads a profile for the host's key unless PS_CALIBRATE=0. */
