@@ -224,10 +224,9 @@ ps_status ps_machine_calibrate_with(ps_machine *m, int use_profile_file, ps_mach
  * figure in its range, outer levels no faster than inner ones beyond noise
  * (inversions within 10% are evened out in f), and every cache's latency
  * under 0.6x memory's (a chased set evicted by another process reads at
- * memory's latency). A clock at which the
- * peak would be under 0.4 or over 4.6 FMAs per cycle is dropped from f as
- * unknown (a core whose adds do not take one cycle), without rejecting f.
- * Else 0 with the reason in why. */
+ * memory's latency). A clock at which the peak would be under 0.4 or over
+ * 4.6 FMAs per cycle is dropped from f as unknown (a core whose adds do not
+ * take one cycle), without rejecting f. Else 0 with the reason in why. */
 int ps_machine_figures_check(const ps_machine *m, ps_machine_figures *f, char *why, size_t why_len);
 
 /* Combines n runs: each figure is the best any usable run (measured and in
