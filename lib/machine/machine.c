@@ -560,20 +560,26 @@ ps_status ps_machine_override_caches(ps_machine *m, const size_t *sizes, int n, 
 
 /* ------------------------------------------------------------ clock, peak */
 
-/* Core clock in GHz, with where it came from; 0 when nothing is known. */
-static double read_freq_ghz(int cpu, const cpu_ident *id, const ps_machine *m, const char **how)
+/* Core clock in GHz; *source is its ps_machine.freq_source, *how says more
+ * for the notes. 0 when nothing is known. */
+static double read_freq_ghz(int cpu, const cpu_ident *id, const ps_machine *m, const char **source, const char **how)
 {
     char path[96], val[64];
     snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/cpufreq/cpuinfo_max_freq", cpu);
     if (read_small_file(path, val, sizeof val) > 0) {
         double khz = 0;
         const char *p = val;
-        if (ps_machine_parse_decimal(&p, &khz) && khz > 1e5) { *how = "sysfs cpuinfo_max_freq"; return khz / 1e6; }
+        if (ps_machine_parse_decimal(&p, &khz) && khz > 1e5) {
+            *source = "sysfs";
+            *how = "sysfs cpuinfo_max_freq";
+            return khz / 1e6;
+        }
     }
     if (cpuinfo_value("cpu MHz", val, sizeof val)) {
         double mhz = 0;
         const char *p = val;
         if (ps_machine_parse_decimal(&p, &mhz) && mhz > 100) {
+            *source = "cpuinfo";
             *how = id->hypervisor ? "/proc/cpuinfo under a hypervisor: usually the TSC rate, not the core clock"
                                   : "/proc/cpuinfo cpu MHz";
             return mhz / 1e3;
@@ -584,15 +590,23 @@ static double read_freq_ghz(int cpu, const cpu_ident *id, const ps_machine *m, c
         const char *p = at + 2;
         double ghz = 0;
         if (ps_machine_parse_decimal(&p, &ghz) && strncmp(p, "GHz", 3) == 0 && ghz > 0.1) {
+            *source = "brand";
             *how = "brand string";
             return ghz;
         }
     }
+    *source = "default";
     *how = "unknown";
     return 0;
 }
 
-/* Vector FMA pipes and f32 lanes per pipe; a small table by ISA and vendor. */
+/* FMA instructions issued per cycle and their f32 lanes, from the ISA
+ * (CPUID feature flags) and the vendor's family/model where the datapath is
+ * narrower than the ISA: Zen 4 (family 0x19 with AVX-512; Zen 3, the same
+ * family, has none) runs a 512-bit FMA over its two 256-bit pipes, one per
+ * cycle, as measured (32 flop/cycle); Zen 5 has 512-bit pipes except in its
+ * mobile parts (models 0x20-0x2f, 0x60-0x6f); Zen 1 (family 0x17 below model
+ * 0x30) splits 256-bit FMAs over 128-bit pipes. */
 static void fma_shape(const cpu_ident *id, int *pipes, int *lanes, const char **what)
 {
 #if PS_X86
@@ -600,8 +614,11 @@ static void fma_shape(const cpu_ident *id, int *pipes, int *lanes, const char **
     if (__builtin_cpu_supports("avx512f")) {
         *lanes = 16;
         *pipes = 2;
-        *what = "AVX-512, 2 FMA pipes";
-        if (amd && id->family == 0x19) { *pipes = 1; *what = "AVX-512 on Zen 4: 512-bit FMAs split over two 256-bit pipes"; }
+        *what = "AVX-512, two 512-bit FMAs per cycle";
+        if (amd && id->family == 0x19) {
+            *pipes = 1;
+            *what = "AVX-512 on Zen 4: one 512-bit FMA per cycle over two 256-bit pipes";
+        }
         if (amd && id->family == 0x1a && ((id->model >= 0x20 && id->model <= 0x2f) || (id->model >= 0x60 && id->model <= 0x6f))) {
             *pipes = 1; *what = "AVX-512 on mobile Zen 5: 256-bit datapath";
         }
@@ -610,7 +627,7 @@ static void fma_shape(const cpu_ident *id, int *pipes, int *lanes, const char **
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         *lanes = 8;
         *pipes = amd && id->family == 0x17 && id->model < 0x30 ? 1 : 2;
-        *what = *pipes == 1 ? "AVX2 on Zen 1: 128-bit pipes" : "AVX2, 2 FMA pipes";
+        *what = *pipes == 1 ? "AVX2 on Zen 1: 128-bit pipes" : "AVX2, two 256-bit FMAs per cycle";
         return;
     }
     *lanes = 4; *pipes = 1; *what = "SSE, no FMA";
@@ -620,20 +637,21 @@ static void fma_shape(const cpu_ident *id, int *pipes, int *lanes, const char **
 #endif
 }
 
-static void estimate_peak(ps_machine *m, const cpu_ident *id, int cpu)
+/* The table's peak and clock; what they rest on in `text`, for the notes. */
+static void estimate_peak(ps_machine *m, const cpu_ident *id, int cpu, char *text, size_t len)
 {
     const char *how, *what;
     fma_shape(id, &m->fma_units, &m->simd_f32_lanes, &what);
-    double ghz = read_freq_ghz(cpu, id, m, &how);
+    double ghz = read_freq_ghz(cpu, id, m, &m->freq_source, &how);
     if (ghz <= 0) { ghz = 3.0; how = "unknown, assumed 3.0 GHz"; }
     m->freq_ghz = ghz;
     m->peak_gflops_core = m->fma_units * m->simd_f32_lanes * 2.0 * ghz;
-    m->peak_source = "estimate";
+    m->peak_source = "table";
     char g[24], p[24];
     ps_machine_fmt_fixed(ghz, 3, g, sizeof g);
     ps_machine_fmt_fixed(m->peak_gflops_core, 1, p, sizeof p);
-    ps_machine_note(m, "peak %s GFLOP/s/core estimated = %d pipes x %d lanes x 2 x %s GHz (%s; clock from %s)",
-                    p, m->fma_units, m->simd_f32_lanes, g, what, how);
+    snprintf(text, len, "peak %s GFLOP/s/core from the table = %d FMA(s) x %d lanes x 2 x %s GHz (%s; clock from %s)",
+             p, m->fma_units, m->simd_f32_lanes, g, what, how);
 }
 
 /* ---------------------------------------------------------------- detect */
@@ -689,12 +707,16 @@ ps_status ps_machine_detect_from(ps_machine *m, struct hwloc_topology *topology)
         else ps_machine_note(m, "PS_CACHE_SIZES ignored: malformed");
     }
 
+    /* The table first; a profile replaces what it measured (a profile
+     * without a clock keeps the table's). */
     const char *row = ps_machine_perf_table(m);
+    char peak_text[400];
+    estimate_peak(m, &id, cpu, peak_text, sizeof peak_text);
     int mode = ps_machine_calibrate_mode(m);
     if (mode == 0 || !ps_machine_load_profile(m)) {
-        estimate_peak(m, &id, cpu);
+        ps_machine_note(m, "%s", peak_text);
         ps_machine_note(m, "latency/bandwidth: built-in table, %s row (%s)", row,
-                        mode == 0 ? "PS_CALIBRATE=0" : "no profile yet; ps_machine_calibrate measures");
+                        mode == 0 ? "PS_CALIBRATE=0" : "no profile yet; polysci info --calibrate measures");
     }
     return st;
 }
@@ -808,6 +830,8 @@ int ps_machine_to_json(const ps_machine *m, char *buf, size_t len)
         jnum(&j, c->latency_ns, 2);
         jstr(&j, ", \"bandwidth_gbs\": ");
         jnum(&j, c->bandwidth_gbs, 1);
+        jstr(&j, ", \"perf_source\": ");
+        jquote(&j, m->perf_source ? m->perf_source : "unknown");
         jstr(&j, "}");
     }
     jstr(&j, "], \"cores\": ");
@@ -818,10 +842,14 @@ int ps_machine_to_json(const ps_machine *m, char *buf, size_t len)
     jnum(&j, m->mem_latency_ns, 2);
     jstr(&j, ", \"bandwidth_gbs\": ");
     jnum(&j, m->mem_bandwidth_gbs, 1);
+    jstr(&j, ", \"perf_source\": ");
+    jquote(&j, m->perf_source ? m->perf_source : "unknown");
     jstr(&j, "}, \"peak_gflops_per_core\": ");
     jnum(&j, m->peak_gflops_core, 1);
     jstr(&j, ", \"freq_ghz\": ");
     jnum(&j, m->freq_ghz, 3);
+    jstr(&j, ", \"freq_source\": ");
+    jquote(&j, m->freq_source ? m->freq_source : "unknown");
     jstr(&j, ", \"fma_units\": ");
     jint(&j, m->fma_units);
     jstr(&j, ", \"simd_f32_lanes\": ");
