@@ -92,7 +92,7 @@ def machine_params(spec=None):
 def make_input_array(shape_np, seed=INPUT_SEED):
     """The benchmark input: float32, numpy shape shape_np (planar), uniform in
     [0.05, 1) from numpy's default_rng(seed) (the same draw as
-    ../shared/halide/bench.py for the same shape)."""
+    reference Halide harness for the same shape)."""
     rng = np.random.default_rng(seed)
     return rng.uniform(0.05, 1.0, size=tuple(shape_np)).astype(np.float32)
 
@@ -300,14 +300,16 @@ def cmd_time(b, a, rec, check=None):
                minflt_per_run=round(flt / max(1, a.reps)),
                median_ms=round(statistics.median(ts), 4) if ts else None,
                nan=int(np.isnan(np.asarray(run.out)).sum()))
+    if rec["nan"]:  # the output is NaN-filled once: some of it was never written
+        rec["status"] = "INVALID"
     if a.save_schedule and "schedule_source" in info:
         with open(a.save_schedule, "w") as fh:
             fh.write(info["schedule_source"])
-    rc = 0
+    rc = 1 if rec["nan"] else 0
     if check is not None:
         ok, msg = check(inp, planar_output(b, run.out))
         rec.update(check_ok=bool(ok), check=msg)
-        rc = 0 if ok else 1
+        rc = rc if ok else 1
     _emit(rec, a.out)
     return rc
 

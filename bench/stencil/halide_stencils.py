@@ -7,7 +7,7 @@ T time steps written as a chain of T Funcs (u1 .. uT, the output is uT).
                + 0.125 (u[y+1] - 2u + u[y-1]) + u                     10 flops
   heat3d    u' = 0.125 (x term) + 0.125 (y term) + 0.125 (z term) + u  15 flops
   jacobi2d  u' = f32(1/9) * (sum of the 3x3 neighbourhood, row by row) 9 flops
-(f32 constants; heat2d is ../shared/halide's heat2d, which is Pluto's and
+(f32 constants; heat2d is the reference Halide heat2d, which is Pluto's and
 PolyBench's heat-2d; heat3d is PolyBench's heat-3d; every update is a convex
 combination of its taps.)  Boundaries are fixed (Dirichlet): only interior
 points (every coordinate in [1, n-2]) are updated, the boundary cells keep
