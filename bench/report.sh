@@ -2,7 +2,8 @@
 # Every performance table of the documentation from one command.
 #
 # usage: bash bench/report.sh [--out DIR] [--quick] [--layers] [--pipelines] [--stencils]
-#                             [--sets LIST] [--N LIST] [--threads T] [--recalibrate] [--fill|--no-fill]
+#                             [--sets LIST] [--N LIST] [--threads T] [--halide-timeout S] [--recalibrate]
+#                             [--fill|--no-fill]
 #
 # Parts (all three unless some are named):
 #   --layers     every conv layer set of bench/layers (--sets, default resnet50 fastrcnn mobilenet alexnet
@@ -31,6 +32,8 @@
 # --sets LIST    conv layer sets of --layers, comma or space separated (default all six)
 # --N LIST       their batch sizes (default "2 1"; --quick: 1)
 # --threads T    threads of every implementation (default 2)
+# --halide-timeout S  limit of one Halide stencil process, compilation included (default: the stencil bench's,
+#                600 s); an autoscheduler that runs past it is reported as not finishing
 # --recalibrate  measure the machine anew (PS_CALIBRATE=force) instead of loading a saved profile
 # Environment: POLYSCI (the CLI, default build/tools/polysci), PYTHON (default /usr/bin/python3).
 set -uo pipefail
@@ -39,7 +42,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" || exit 1
 P="${POLYSCI:-build/tools/polysci}"
 PY="${PYTHON:-/usr/bin/python3}"
-OUT="" QUICK=0 THREADS=2 RECAL=0 FILL=1   # FILL 0: never, 1: when writing docs/perf, 2: always
+OUT="" QUICK=0 THREADS=2 RECAL=0 FILL=1 HTIMEOUT=   # FILL 0: never, 1: when writing docs/perf, 2: always
 SETS="resnet50 fastrcnn mobilenet alexnet overfeat vgga"
 NS=""
 DO_LAYERS=0 DO_PIPELINES=0 DO_STENCILS=0
@@ -55,6 +58,7 @@ while [ $# -gt 0 ]; do
     --sets) SETS=${2:?--sets needs a list}; shift ;;
     --N) NS=${2:?--N needs a list}; shift ;;
     --threads) THREADS=${2:?--threads needs a number}; shift ;;
+    --halide-timeout) HTIMEOUT=${2:?--halide-timeout needs seconds}; shift ;;
     --recalibrate) RECAL=1 ;;
     --no-fill) FILL=0 ;;
     --fill) FILL=2 ;;
@@ -66,6 +70,7 @@ done
 SETS=${SETS//,/ } NS=${NS//,/ }
 [ $((DO_LAYERS + DO_PIPELINES + DO_STENCILS)) -eq 0 ] && DO_LAYERS=1 DO_PIPELINES=1 DO_STENCILS=1
 case "$THREADS" in '' | *[!0-9]* | 0) echo "report.sh: --threads must be a positive integer" >&2; exit 2 ;; esac
+case "$HTIMEOUT" in *[!0-9]* | 0) echo "report.sh: --halide-timeout must be a positive integer" >&2; exit 2 ;; esac
 [ -n "$NS" ] || { [ $QUICK = 1 ] && NS="1" || NS="2 1"; }
 for n in $NS; do case "$n" in *[!0-9]* | 0) echo "report.sh: --N takes positive integers, not '$n'" >&2; exit 2 ;; esac; done
 for s in $SETS; do [ -f "bench/layers/$s.txt" ] || { echo "report.sh: no layer set bench/layers/$s.txt" >&2; exit 2; }; done
@@ -184,6 +189,7 @@ if [ $DO_STENCILS = 1 ]; then
     has '--csv' && sa+=(--csv "$OUT/csv/stencils.csv")
     has '--markdown' && sa+=(--markdown "$OUT/csv/stencils.table.md")
     has '--png' && sa+=(--png "$OUT/stencils.png")
+    [ -n "$HTIMEOUT" ] && has '--halide-timeout' && sa+=(--halide-timeout "$HTIMEOUT")
     if [ $QUICK = 1 ]; then
       if has '--quick'; then sa+=(--quick); else has '--rounds' && sa+=(--rounds 1); has '--reps' && sa+=(--reps 1); fi
     fi
