@@ -234,7 +234,7 @@ static void test_figures_check(void)
     f.latency_ns[2] = 103;
     CHECK(!ps_machine_figures_check(&m, &f, why, sizeof why) && strstr(why, "L3 latency 103.0 ns is close to memory"));
 
-    /* A run that ran out of its time budget (issue 47: a loaded machine). */
+    /* A run that ran out of its time budget (a loaded machine). */
     f = quiet_run();
     f.mem_latency_ns = 0;
     CHECK(!ps_machine_figures_check(&m, &f, why, sizeof why) && strstr(why, "memory not measured"));
@@ -377,7 +377,7 @@ static void test_calibrate_outcomes(const char *dir)
     unsetenv("PS_CALIBRATE");
     unlink(path);
 
-    /* Runs that ran out of their time budget (a loaded machine, issue 47):
+    /* Runs that ran out of their time budget (a loaded machine):
      * nothing applied, nothing saved, the reason noted, still PS_SUCCESS. */
     fake_machine(&m);
     memset(&sc, 0, sizeof sc);

@@ -1,5 +1,5 @@
-/* Every valid descriptor plans (issue 48: the default planner refused valid
- * layers with a schedule its own check rejected).
+/* Every valid descriptor plans: no rule or ranker may hand the planner a
+ * schedule its own check rejects (one-row oh tiles on a slow last level are the trap).
  *
  * Under each machine model whose predicates the expert rules read (a fast
  * and a slow last level, small and large L2, a small L1, no L3, no L2:
@@ -178,9 +178,9 @@ static int extreme_shapes(ps_desc *out)
         {1, 64, 64, 1, 1, 1, 1, 1, 1, 0, 0, 1},        /* one pixel */
         {8, 2048, 2048, 1, 1, 3, 3, 1, 1, 1, 1, 1},    /* one pixel, only the centre tap */
         {1, 3, 96, 227, 227, 11, 11, 4, 4, 0, 0, 1},   /* AlexNet's first layer */
-        {2, 256, 256, 21, 64, 2, 2, 3, 1, 0, 0, 1},    /* issue 48 */
-        {1, 350, 375, 5, 150, 2, 1, 1, 1, 0, 0, 1},    /* issue 48 */
-        {1, 256, 256, 224, 224, 3, 3, 2, 2, 1, 1, 1},  /* issue 48 */
+        {2, 256, 256, 21, 64, 2, 2, 3, 1, 0, 0, 1},    /* one-row oh tile on a slow last level */
+        {1, 350, 375, 5, 150, 2, 1, 1, 1, 0, 0, 1},    /* one-row oh tile on a slow last level */
+        {1, 256, 256, 224, 224, 3, 3, 2, 2, 1, 1, 1},  /* one-row oh tile on a slow last level */
         {2, 512, 512, 64, 64, 3, 3, 1, 1, 2, 2, 2},    /* dilated */
         {1, 1000, 1000, 300, 300, 7, 7, 3, 3, 3, 3, 1},
         {4, 17, 5, 299, 1, 7, 1, 2, 1, 3, 0, 1},       /* one column */
@@ -459,7 +459,7 @@ int main(void)
         /* Every rule that applied on this machine runs: its cheapest shapes. */
         for (int r = 0; r < PS_RULE_COUNT; r++)
             for (int k = 0; k < t->keep[r].n; k++) executed[r] += execute(ctx, mc, &t->keep[r].d[k], &rng, t);
-        /* The extreme shapes (issue 48's layers among them) planned in full
+        /* The extreme shapes (the one-row-tile layers among them) planned in full
          * with the default options: kernels built, not run (too large for
          * the reference here). */
         for (int i = 0; i < n_extreme; i++) {

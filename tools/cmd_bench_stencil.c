@@ -644,7 +644,7 @@ int cli_bench_stencil(int argc, char **argv)
                 if (isfinite(med[i]) && (best_halide < 0 || med[i] < med[best_halide])) best_halide = i;
             }
         }
-        /* the goals of issue 45, for the case's summary row */
+        /* the stated goals (auto vs the best tiling, step, Halide; share of peak), for the summary row */
         double a = iauto >= 0 ? med[iauto] : NAN;
         char tiling[16] = "-", best[64] = "-", hbest[64] = "-", r[5][24];
         if (iauto >= 0 && isfinite(a)) sscanf(im[iauto].plan, "%15[a-z]", tiling);
