@@ -486,8 +486,13 @@ if fill:
         b = body(os.path.join(out, f"{part}.md"), 1, False) if part in parts else None
         if b:
             fill_block(perf, part, gen + b.replace("](", "](perf/"))
-            table = [l for l in b.splitlines() if l.startswith("|")]
-            after = [l for l in b.splitlines() if l.startswith("geomean")]
+            lines = b.splitlines()
+            # A page of several tables (one per stencil) ends with its summary: that one goes to the README.
+            summary = next((i for i, l in enumerate(lines) if l.lstrip("#").strip() == "Summary"), None)
+            if summary is not None:
+                lines = lines[summary:]
+            table = [l for l in lines if l.startswith("|")]
+            after = [l for l in lines if l.startswith("geomean") or l.startswith("ms: median")]
             fill_block(readme, part, gen + "\n".join(table) + "\n\n" + "\n".join(after + [""]) +
                        f"\nDetails: [docs/perf/{part}.md](docs/perf/{part}.md).\n")
 

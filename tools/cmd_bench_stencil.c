@@ -215,7 +215,14 @@ static void run_one(const bench_env *E, const bench_case *c, impl *I, int64_t r)
     /* timeout's status when it stopped the command (124), or killed it after -k (137) */
     if (I->is_halide && (code == 124 || code == 137)) {
         I->status = RUN_TIMEOUT;
-        snprintf(I->plan, sizeof I->plan, "did not finish in %g s", E->halide_timeout);
+        /* A compilation near the limit can finish in one round and not in the
+         * next: the rounds that finished still count, and the text says so. */
+        int finished = 0;
+        for (int k = 0; k < r; k++) finished += isfinite(I->ms[k]);
+        if (finished)
+            snprintf(I->plan, sizeof I->plan, "schedule + compile %.1f s; %d of %d rounds past the %g s limit",
+                     I->setup_s, (int)(r + 1 - finished), (int)(r + 1), E->halide_timeout);
+        else snprintf(I->plan, sizeof I->plan, "did not finish in %g s", E->halide_timeout);
     } else if (!ran || !isfinite(ms) || (I->is_halide && (strcmp(status, "ok") || cli_json_number(line, "nan") > 0))) {
         I->status = RUN_FAILED;
         snprintf(I->plan, sizeof I->plan, "failed (exit status %d%s)", code,
