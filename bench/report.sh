@@ -102,10 +102,10 @@ fi
 # Full-run estimates on a quiet 2-core machine (machine.md records what each part really took).
 n_layers=0
 for s in $SETS; do n_layers=$((n_layers + $(grep -c '^[^#[:space:]]' "bench/layers/$s.txt"))); done
-# ~5 s per layer and batch size at 11 trials (polysci, the default schedule and oneDNN, 20 ms each after
-# a 20 ms warm-up, plus checks and planning), ~90 s for the GEMMs.
-est_layers=$((n_layers * $(echo $NS | wc -w) * 5 + 90))
-est_pipelines=900 est_stencils=2400
+# ~2 s per layer and batch size at 11 trials (polysci, the default schedule and oneDNN after a warm-up,
+# plus checks and planning; 334 s for the six sets at N = 2 and 1 with the GEMMs on the Zen 4 VM).
+est_layers=$((n_layers * $(echo $NS | wc -w) * 2 + 30))
+est_pipelines=400 est_stencils=3300
 fmt_min() { printf '%d min' $(( ($1 + 59) / 60 )); }
 
 echo "bench/report.sh: writing into $OUT_REL (logs: $LOG)"
