@@ -223,6 +223,16 @@ int cli_resolve_layers(const char *cmd, const char *arg, const char *default_nam
  * *out is malloc'd. Returns 0, or -1 with a message (also for an empty file). */
 int cli_read_layers(const char *cmd, const char *path, int64_t batch, ps_act_layout act, unsigned post,
                     cli_layer **out, int *n_out);
+/* COUNT convolution layers drawn from the shapes frameworks use (seeded,
+ * deterministic): channels 3-2048 (framework sizes, few-channel inputs and
+ * arbitrary values, many not multiples of 16), spatial 7-300 (mostly
+ * square), 1x1, 3x3, 5x5, 7x7, 1x7 and 7x1 filters, stride 1 or 2, "same"
+ * or "valid" padding, N 1-4 (batch > 0: that N for every layer). Each layer
+ * is at most 4 GFLOP and 256 MiB of operands (a larger draw shrinks its
+ * spatial size, then its channels), so a set runs in minutes. Names are
+ * r<seed>_<index>. *out is malloc'd. Returns 0, or -1 with a message. */
+int cli_random_layers(const char *cmd, int count, uint64_t seed, int64_t batch, ps_act_layout act, unsigned post,
+                      cli_layer **out, int *n_out);
 /* Short shape: conv "HxW C->K RxS/stride p<pad>", gemm "MxNxK". */
 void cli_shape_short(const ps_desc *desc, char *buf, size_t len);
 

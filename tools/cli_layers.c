@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -159,6 +160,115 @@ int cli_read_layers(const char *cmd, const char *path, int64_t batch, ps_act_lay
     }
     *out = v;
     *n_out = n;
+    return 0;
+}
+
+/* splitmix64: the shapes depend on the seed only, on every machine. */
+static uint64_t shape_rng(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double shape_unit(uint64_t *s) { return (double)(shape_rng(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+/* An integer log-uniform in [lo, hi]. */
+static int64_t shape_log_uniform(uint64_t *s, int64_t lo, int64_t hi)
+{
+    double v = exp(log((double)lo) + shape_unit(s) * (log((double)hi + 1.0) - log((double)lo)));
+    int64_t r = (int64_t)v;
+    return r < lo ? lo : r > hi ? hi : r;
+}
+
+/* A channel count: the sizes networks are built from (multiples of 8 and 16
+ * up to 2048), a few channels (3-16, with probability few: images and stems
+ * as inputs, heads as outputs), or any value in 3-2048 (pruned and
+ * odd-width networks). */
+static int64_t shape_channels(uint64_t *s, double few)
+{
+    static const int64_t common[] = {16, 24, 32, 40, 48, 64, 72, 80, 96, 112, 120, 128, 144, 160, 192, 240, 256,
+                                     288, 320, 384, 480, 512, 576, 640, 768, 960, 1024, 1280, 1536, 2048};
+    double u = shape_unit(s);
+    if (u < few) return 3 + (int64_t)(shape_rng(s) % 14);
+    if (u < 0.6) return common[shape_rng(s) % (sizeof common / sizeof common[0])];
+    return shape_log_uniform(s, 3, 2048);
+}
+
+static double conv_flops(const ps_conv_desc *d, int64_t *oh, int64_t *ow)
+{
+    *oh = (d->H + d->pad_top + d->pad_bottom - d->R) / d->stride_h + 1;
+    *ow = (d->W + d->pad_left + d->pad_right - d->S) / d->stride_w + 1;
+    return 2.0 * (double)d->N * (double)d->K * (double)d->C * (double)*oh * (double)*ow * (double)d->R * (double)d->S;
+}
+
+int cli_random_layers(const char *cmd, int count, uint64_t seed, int64_t batch, ps_act_layout act, unsigned post,
+                      cli_layer **out, int *n_out)
+{
+    if (count < 1) {
+        fprintf(stderr, "polysci %s: --random needs a count >= 1\n", cmd);
+        return -1;
+    }
+    cli_layer *v = calloc((size_t)count, sizeof *v);
+    if (!v) {
+        fprintf(stderr, "polysci %s: out of memory\n", cmd);
+        return -1;
+    }
+    static const int64_t filters[][2] = {{1, 1}, {3, 3}, {5, 5}, {7, 7}, {1, 7}, {7, 1}};
+    static const double filter_p[] = {0.32, 0.34, 0.10, 0.10, 0.07, 0.07};
+    const double max_flops = 4e9, max_bytes = 256.0 * 1024 * 1024;
+    uint64_t s = seed ^ 0x5DEECE66Dull;
+    for (int i = 0; i < count; i++) {
+        cli_layer *l = &v[i];
+        snprintf(l->name, sizeof l->name, "r%" PRIu64 "_%d", seed, i);
+        ps_desc_init_conv(&l->desc);
+        ps_conv_desc *d = &l->desc.u.conv;
+        double u = shape_unit(&s);
+        int f = 0;
+        for (double acc = filter_p[0]; f < 5 && u >= acc; acc += filter_p[++f]) {}
+        d->R = filters[f][0];
+        d->S = filters[f][1];
+        d->stride_h = d->stride_w = shape_unit(&s) < 0.7 ? 1 : 2;
+        int same = shape_unit(&s) < 0.7;
+        d->H = shape_log_uniform(&s, 7, 300);
+        d->W = shape_unit(&s) < 0.75 ? d->H : shape_log_uniform(&s, 7, 300);
+        d->C = shape_channels(&s, 0.12); /* inputs: images and stems have 3-16 channels */
+        d->K = shape_channels(&s, 0.03); /* outputs: few only in heads */
+        d->N = batch > 0 ? batch : 1 + (int64_t)(shape_rng(&s) % 4);
+        d->pad_top = d->pad_bottom = same ? (d->R - 1) / 2 : 0;
+        d->pad_left = d->pad_right = same ? (d->S - 1) / 2 : 0;
+        d->layout = act;
+        d->post_ops = post;
+        /* Within budget: shrink the image first (large channel counts come with
+         * small images in real networks), then the channels; never below a
+         * valid shape (the filter fits the padded image). */
+        for (;;) {
+            int64_t oh, ow;
+            double fl = conv_flops(d, &oh, &ow);
+            double bytes = 4.0 * ((double)d->N * (double)d->C * (double)d->H * (double)d->W +
+                                  (double)d->K * (double)d->C * (double)d->R * (double)d->S +
+                                  (double)d->N * (double)d->K * (double)oh * (double)ow);
+            if (fl <= max_flops && bytes <= max_bytes) break;
+            int64_t h = d->H * 4 / 5, w = d->W * 4 / 5;
+            if (h >= 7 && w >= 7 && h + d->pad_top + d->pad_bottom >= d->R && w + d->pad_left + d->pad_right >= d->S) {
+                d->H = h;
+                d->W = w;
+            } else if (d->C >= d->K && d->C > 3) d->C = d->C * 4 / 5 > 3 ? d->C * 4 / 5 : 3;
+            else if (d->K > 3) d->K = d->K * 4 / 5 > 3 ? d->K * 4 / 5 : 3;
+            else if (d->N > 1) d->N--;
+            else break; /* unreachable: 3 channels at 7x7 are a few MFLOP */
+        }
+        if (d->H + d->pad_top + d->pad_bottom < d->R) d->H = d->R; /* valid 7-tap filter on a small image */
+        if (d->W + d->pad_left + d->pad_right < d->S) d->W = d->S;
+        if (ps_desc_validate(&l->desc) != PS_SUCCESS) {
+            fprintf(stderr, "polysci %s: random layer %s is not valid: %s\n", cmd, l->name, ps_last_error_message());
+            free(v);
+            return -1;
+        }
+    }
+    *out = v;
+    *n_out = count;
     return 0;
 }
 

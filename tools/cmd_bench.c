@@ -1131,13 +1131,13 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     const char *cmd = kind == PS_OP_CONV_FWD ? "bench conv" : "bench gemm";
     const char *layers_arg = NULL, *vs = NULL, *csv = NULL, *dist = NULL;
     const char *only = NULL, *mode_arg = "any", *cands_arg = NULL;
-    int64_t batch = 2, reps = 11, variant_reps = 3, plan_reps = 3;
+    int64_t batch = 0, reps = 11, variant_reps = 3, plan_reps = 3, random_count = 0; /* batch 0: not given */
     double min_ms = 20.0, warmup_ms = 20.0;
     cli_plan_args pa;
     cli_check_args ca;
     cli_plan_args_defaults(&pa);
     cli_check_args_defaults(&ca);
-    int exhaustive = 0, check_only = 0, describe = 0, markdown = 0, quiet = 0, onednn_cache = 0;
+    int exhaustive = 0, check_only = 0, describe = 0, markdown = 0, quiet = 0, onednn_cache = 0, list = 0;
     cli_opt opts[] = {
         {"layers", CLI_OPT_STRING, &layers_arg, 0, 0,
          kind == PS_OP_CONV_FWD ? "FILE  layers file, or a set name of bench/layers (default resnet50)"
@@ -1172,9 +1172,17 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
          "keep oneDNN's primitive cache (default: off, so its creation times are cold)", 0},
         {"onednn-mode", CLI_OPT_STRING, &mode_arg, 0, 0,
          "M  oneDNN conv layouts: any (its blocked choice, default), nhwc, or both (any, and nhwc timed too)", 0},
-        {"N", CLI_OPT_INT, &batch, 1, INT32_MAX, "N  batch size of the conv layers (default 2)", 0},
+        {"N", CLI_OPT_INT, &batch, 1, INT32_MAX,
+         "N  batch size of the conv layers (default 2; --random: drawn per layer, 1-4)", 0},
+        {"random", CLI_OPT_INT, &random_count, 1, 100000,
+         "COUNT  instead of --layers, COUNT layers drawn with --seed from the shapes frameworks use (channels "
+         "3-2048, images 7-300, 1x1 to 7x7 and 1x7/7x1 filters, strides 1-2, same/valid padding, N 1-4; "
+         "at most 4 GFLOP each)", 0},
+        {"list", CLI_OPT_FLAG, &list, 0, 0,
+         "print the layers (a layers file, each line's N as a comment) and time nothing", 0},
     };
-    size_t n_opts = CLI_ARRAY_LEN(opts) - (kind == PS_OP_CONV_FWD ? 0 : 2); /* gemm: no --onednn-mode, --N */
+    /* gemm: no --onednn-mode, --N, --random, --list */
+    size_t n_opts = CLI_ARRAY_LEN(opts) - (kind == PS_OP_CONV_FWD ? 0 : 4);
     int rc = cli_parse(cmd, argc, argv, opts, n_opts);
     if (rc < 0) {
         printf("usage: polysci %s --layers FILE [--threads T] [--vs onednn] [--exhaustive [--dist FILE]]\n"
@@ -1232,13 +1240,24 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         return CLI_USAGE;
     }
 
+    if (random_count && layers_arg) {
+        fprintf(stderr, "polysci %s: --random and --layers exclude each other\n", cmd);
+        return CLI_USAGE;
+    }
     char path[4096];
-    if (cli_resolve_layers(cmd, layers_arg, kind == PS_OP_CONV_FWD ? "resnet50.txt" : "gemm.txt", path,
-                           sizeof path))
-        return CLI_FAIL;
     cli_layer *layers = NULL;
     int n_layers = 0;
-    if (cli_read_layers(cmd, path, batch, PS_LAYOUT_NHWC, 0u, &layers, &n_layers)) return CLI_FAIL;
+    if (random_count) {
+        snprintf(path, sizeof path, "%lld random layers, seed %lld", (long long)random_count, (long long)ca.seed);
+        if (cli_random_layers(cmd, (int)random_count, (uint64_t)ca.seed, batch, PS_LAYOUT_NHWC, 0u, &layers,
+                              &n_layers))
+            return CLI_FAIL;
+    } else {
+        if (cli_resolve_layers(cmd, layers_arg, kind == PS_OP_CONV_FWD ? "resnet50.txt" : "gemm.txt", path,
+                               sizeof path))
+            return CLI_FAIL;
+        if (cli_read_layers(cmd, path, batch ? batch : 2, PS_LAYOUT_NHWC, 0u, &layers, &n_layers)) return CLI_FAIL;
+    }
     int n_sel = 0;
     for (int i = 0; i < n_layers; i++) {
         if (layers[i].desc.kind != kind) {
@@ -1255,6 +1274,24 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         fprintf(stderr, "polysci %s: no layer of %s matches --only '%s'\n", cmd, path, only);
         free(layers);
         return CLI_USAGE;
+    }
+    if (list) {
+        /* The layers-file format (cli_read_layers), so a drawn set can be kept and rerun with --layers. */
+        printf("# %s\n# name H W C K R S stride pad_h pad_w\n", path);
+        for (int i = 0; i < n_sel; i++) {
+            const ps_desc *d = &layers[i].desc;
+            if (d->kind == PS_OP_GEMM)
+                printf("%s %lld %lld %lld\n", layers[i].name, (long long)d->u.gemm.M, (long long)d->u.gemm.N,
+                       (long long)d->u.gemm.K);
+            else {
+                const ps_conv_desc *c = &d->u.conv;
+                printf("%s %lld %lld %lld %lld %lld %lld %lld %lld %lld  # N %lld\n", layers[i].name, (long long)c->H,
+                       (long long)c->W, (long long)c->C, (long long)c->K, (long long)c->R, (long long)c->S,
+                       (long long)c->stride_h, (long long)c->pad_top, (long long)c->pad_left, (long long)c->N);
+            }
+        }
+        free(layers);
+        return CLI_OK;
     }
 
     candidate *cands = NULL;
