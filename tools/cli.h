@@ -246,6 +246,8 @@ void *cli_alloc(size_t bytes);
  * most SIZE_MAX/16); returns 0 on overflow. */
 int cli_mul_size(size_t *out, const int64_t *f, int n);
 /* Deterministic uniform values in [-1, 1). */
+/* splitmix64: the next value of a seeded sequence, the same on every machine. */
+uint64_t cli_splitmix64(uint64_t *state);
 void cli_fill_random(float *v, size_t n, uint64_t seed);
 void cli_fill_nan(float *v, size_t n);
 /* Prints "polysci: WHAT failed: PS_ERR_X: message" to stderr; returns CLI_FAIL. */

@@ -163,16 +163,8 @@ int cli_read_layers(const char *cmd, const char *path, int64_t batch, ps_act_lay
     return 0;
 }
 
-/* splitmix64: the shapes depend on the seed only, on every machine. */
-static uint64_t shape_rng(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double shape_unit(uint64_t *s) { return (double)(shape_rng(s) >> 11) * (1.0 / 9007199254740992.0); }
+/* Shapes depend on the seed only (cli_splitmix64), the same on every machine. */
+static double shape_unit(uint64_t *s) { return (double)(cli_splitmix64(s) >> 11) * (1.0 / 9007199254740992.0); }
 
 /* An integer log-uniform in [lo, hi]. */
 static int64_t shape_log_uniform(uint64_t *s, int64_t lo, int64_t hi)
@@ -191,8 +183,8 @@ static int64_t shape_channels(uint64_t *s, double few)
     static const int64_t common[] = {16, 24, 32, 40, 48, 64, 72, 80, 96, 112, 120, 128, 144, 160, 192, 240, 256,
                                      288, 320, 384, 480, 512, 576, 640, 768, 960, 1024, 1280, 1536, 2048};
     double u = shape_unit(s);
-    if (u < few) return 3 + (int64_t)(shape_rng(s) % 14);
-    if (u < 0.6) return common[shape_rng(s) % (sizeof common / sizeof common[0])];
+    if (u < few) return 3 + (int64_t)(cli_splitmix64(s) % 14);
+    if (u < 0.6) return common[cli_splitmix64(s) % (sizeof common / sizeof common[0])];
     return shape_log_uniform(s, 3, 2048);
 }
 
@@ -235,7 +227,7 @@ int cli_random_layers(const char *cmd, int count, uint64_t seed, int64_t batch, 
         d->W = shape_unit(&s) < 0.75 ? d->H : shape_log_uniform(&s, 7, 300);
         d->C = shape_channels(&s, 0.12); /* inputs: images and stems have 3-16 channels */
         d->K = shape_channels(&s, 0.03); /* outputs: few only in heads */
-        d->N = batch > 0 ? batch : 1 + (int64_t)(shape_rng(&s) % 4);
+        d->N = batch > 0 ? batch : 1 + (int64_t)(cli_splitmix64(&s) % 4);
         d->pad_top = d->pad_bottom = same ? (d->R - 1) / 2 : 0;
         d->pad_left = d->pad_right = same ? (d->S - 1) / 2 : 0;
         d->layout = act;

@@ -47,17 +47,19 @@ int cli_mul_size(size_t *out, const int64_t *f, int n)
     return 1;
 }
 
+uint64_t cli_splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 void cli_fill_random(float *v, size_t n, uint64_t seed)
 {
     uint64_t s = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
-    for (size_t i = 0; i < n; i++) {
-        /* splitmix64 */
-        uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
-        v[i] = (float)((double)(z >> 40) * (2.0 / 16777216.0) - 1.0); /* 24 bits, exact in f32 */
-    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)((double)(cli_splitmix64(&s) >> 40) * (2.0 / 16777216.0) - 1.0); /* 24 bits, exact in f32 */
 }
 
 void cli_fill_nan(float *v, size_t n)
