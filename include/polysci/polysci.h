@@ -15,6 +15,7 @@
 #include "polysci/analysis.h"
 #include "polysci/expr.h"
 #include "polysci/graph.h"
+#include "polysci/graph_dl.h"
 #include "polysci/iterated.h"
 
 #endif

@@ -3,6 +3,7 @@
  * each member one row (of one channel) at a time through a row kernel. */
 #include "execution/graph_exec.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,19 +37,33 @@ typedef struct thread_bufs {
     float *regs;
     float *fused;         /* producer epilogues: one chunk per input of the reader */
     const float *zeros;
+    const float *ninf, *pinf; /* rows of -inf and +inf: what IGNORE reads in a max and a min */
     const float *src[PS_STENCIL_MAX_TAPS];
     const float *rowp[PS_STENCIL_MAX_TAPS];
+    const float *bptr[PS_CONV_MAX_TAPS];
 } thread_bufs;
 
+/* The row a read outside the domain gives under boundary bd (ZERO,
+ * IGNORE): zeros, or for IGNORE in a max (min) -inf (+inf). */
+static const float *fill_row(const ps_pstage *S, const thread_bufs *tb)
+{
+    if (S->boundary == PS_BOUNDARY_IGNORE && S->kind == PS_NODE_STENCIL && S->reduce != PS_REDUCE_SUM)
+        return S->reduce == PS_REDUCE_MAX ? tb->ninf : tb->pinf;
+    return tb->zeros;
+}
+
+static inline int outside_is_fill(ps_boundary bd) { return bd == PS_BOUNDARY_ZERO || bd == PS_BOUNDARY_IGNORE; }
+
 /* Row y, columns [x0, x0 + n) of channel c, with the boundary applied
- * outside the domain: a pointer into the tensor when the columns are inside
- * and contiguous, else a copy in `stage`. */
+ * outside the domain (zeros: the row ZERO and IGNORE read there): a
+ * pointer into the tensor when the columns are inside and contiguous, else
+ * a copy in `stage`. */
 static const float *fetch(const view *v, int64_t c, int64_t y, int64_t x0, int64_t n, ps_boundary bd, float *stage,
                           const float *zeros)
 {
     const ps_box *d = &v->dom;
     if (y < d->y0 || y >= d->y0 + d->h) {
-        if (bd == PS_BOUNDARY_ZERO) return zeros;
+        if (outside_is_fill(bd)) return zeros;
         y = clamp64(y, d->y0, d->y0 + d->h - 1);
     }
     const float *row = v->base + c * v->cs + row_slot(v, y) * v->rs;
@@ -58,8 +73,8 @@ static const float *fetch(const view *v, int64_t c, int64_t y, int64_t x0, int64
     int64_t a = x0 < lo ? (lo - x0 < n ? lo - x0 : n) : 0;
     int64_t b = x0 + n > hi ? (x0 + n - hi < n - a ? x0 + n - hi : n - a) : 0;
     /* the edge pixels are stored only when a clamped read needs them */
-    float left = a && bd != PS_BOUNDARY_ZERO ? row[(lo - v->x0) * v->ps] : 0.0f;
-    float right = b && bd != PS_BOUNDARY_ZERO ? row[(hi - 1 - v->x0) * v->ps] : 0.0f;
+    float left = !a ? 0.0f : outside_is_fill(bd) ? zeros[0] : row[(lo - v->x0) * v->ps];
+    float right = !b ? 0.0f : outside_is_fill(bd) ? zeros[0] : row[(hi - 1 - v->x0) * v->ps];
     for (int64_t i = 0; i < a; i++) stage[i] = left;
     const float *src = row + (x0 + a - v->x0) * v->ps;
     if (v->ps == 1) memcpy(stage + a, src, (size_t)(n - a - b) * sizeof *stage);
@@ -114,10 +129,10 @@ static void stage_row(const ps_graph_plan *pl, int s, int64_t c, int64_t y, int6
             int64_t len = S->sx * (np - 1) + (X->dx_max - X->dx_min) + 1, xs = S->sx * a + X->dx_min;
             for (int r = 0; r < X->n_rows; r++)
                 tb->rowp[r] = fetch(&in[0], c, S->sy * y + X->row_dy[r], xs, len, S->boundary, tb->staging + r * len,
-                                    tb->zeros);
+                                    fill_row(S, tb));
             for (int t = 0; t < S->n_taps; t++) tb->src[t] = tb->rowp[X->tap_row[t]] + (S->dx[t] - X->dx_min);
             float *dp = dst + (a - x0);
-            if (S->reduce == PS_REDUCE_SUM) K->sum(dp, np, tb->src, wts, S->n_taps, S->sx, 0.0f);
+            if (S->reduce == PS_REDUCE_SUM) K->sum(dp, np, tb->src, wts, S->n_taps, S->sx, S->bias ? S->bias[c] : 0.0f);
             else K->maxmin(dp, np, tb->src, wts, S->n_taps, S->sx, S->reduce == PS_REDUCE_MAX);
         }
         return;
@@ -125,7 +140,7 @@ static void stage_row(const ps_graph_plan *pl, int s, int64_t c, int64_t y, int6
     case PS_NODE_MIX:
         for (int64_t ci = 0; ci < S->in_c; ci++)
             tb->src[ci] = fetch(&in[0], ci, y, x0, w, PS_BOUNDARY_CLAMP, tb->staging + ci * w, tb->zeros);
-        K->sum(dst, w, tb->src, S->mix_w + c * S->in_c, (int)S->in_c, 1, S->mix_bias ? S->mix_bias[c] : 0.0f);
+        K->sum(dst, w, tb->src, S->mix_w + c * S->in_c, (int)S->in_c, 1, S->bias ? S->bias[c] : 0.0f);
         return;
     case PS_NODE_RESAMPLE: {
         int64_t j0 = floor_div(x0, 2), j1 = floor_div(x0 + w - 1, 2);
@@ -153,12 +168,191 @@ static void stage_row(const ps_graph_plan *pl, int s, int64_t c, int64_t y, int6
     }
 }
 
+/* ------------------------------------------------------------ pixel rows */
+
+/* Whether v stores each pixel's C channels contiguously (channels last). */
+static inline int px_contiguous(const view *v, int64_t C) { return v->cs == 1 && v->ps == C; }
+
+/* Row y, pixels [x0, x0 + n) with all C channels, contiguous (pixel stride
+ * C), the boundary applied outside the domain (fill: the row ZERO and
+ * IGNORE read there, at least n * C floats): a pointer into the tensor
+ * when it stores channels last and the pixels are inside, else a copy in
+ * `stage`. */
+static const float *fetch_px(const view *v, int64_t C, int64_t y, int64_t x0, int64_t n, ps_boundary bd,
+                             const float *fill, float *stage)
+{
+    const ps_box *d = &v->dom;
+    if (y < d->y0 || y >= d->y0 + d->h) {
+        if (outside_is_fill(bd)) return fill;
+        y = clamp64(y, d->y0, d->y0 + d->h - 1);
+    }
+    const float *row = v->base + row_slot(v, y) * v->rs;
+    int64_t lo = d->x0, hi = d->x0 + d->w;
+    if (px_contiguous(v, C) && x0 >= lo && x0 + n <= hi) return row + (x0 - v->x0) * C;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t x = x0 + i;
+        float *o = stage + i * C;
+        if (x < lo || x >= hi) {
+            if (outside_is_fill(bd)) {
+                memcpy(o, fill, (size_t)C * sizeof *o);
+                continue;
+            }
+            x = clamp64(x, lo, hi - 1);
+        }
+        const float *src = row + (x - v->x0) * v->ps;
+        if (v->cs == 1) memcpy(o, src, (size_t)C * sizeof *o);
+        else
+            for (int64_t c = 0; c < C; c++) o[c] = src[c * v->cs];
+    }
+    return stage;
+}
+
+/* Where pixel row y (from x0) of C channels is written: the destination
+ * when it stores channels last, else the temporary row put_px scatters. */
+static float *dst_px(const view *o, int64_t C, int64_t y, int64_t x0, float *temp)
+{
+    if (!px_contiguous(o, C) || o->stream) return temp;
+    return o->base + row_slot(o, y) * o->rs + (x0 - o->x0) * C;
+}
+
+static void put_px(const view *o, int64_t C, int64_t y, int64_t x0, int64_t n, const float *row, const float *temp)
+{
+    if (row != temp) return;
+    float *d = o->base + row_slot(o, y) * o->rs + (x0 - o->x0) * o->ps;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t c = 0; c < C; c++) d[i * o->ps + c * o->cs] = row[i * C + c];
+}
+
+/* The columns of a tap stage's output row [x0, x0 + w) split into the
+ * part whose taps all read inside the input's columns and the edges
+ * before and after it. */
+static void tap_parts(const ps_pstage *S, const ps_gx_stage *X, const view *in, int64_t x0, int64_t w, int64_t part[3][2])
+{
+    const ps_box *d = &in->dom;
+    int64_t ix0 = ceil_div(d->x0 - X->dx_min, S->sx), ix1 = floor_div(d->x0 + d->w - 1 - X->dx_max, S->sx) + 1;
+    if (ix0 < x0) ix0 = x0;
+    if (ix1 > x0 + w) ix1 = x0 + w;
+    if (ix1 < ix0) ix1 = ix0 = x0 + w;
+    part[0][0] = x0, part[0][1] = ix0;
+    part[1][0] = ix0, part[1][1] = ix1;
+    part[2][0] = ix1, part[2][1] = x0 + w;
+}
+
+/* A stencil (depthwise convolution, pooling, batch normalization) or a
+ * convolution, one output row on pixel rows: the interior part reads its
+ * input in place, the edges through copies with the boundary applied. The
+ * convolution is a batch-reduce GEMM per block of up to PS_CONV_NB pixels:
+ * C[K x n] (bias-filled) += sum over taps of W_t[K x C] * In_t[C x n]. */
+static void px_tap_row(const ps_graph_plan *pl, int s, int64_t y, int64_t x0, int64_t w, const view *in, float *dst,
+                       thread_bufs *tb)
+{
+    const ps_pstage *S = &pl->pipe.st[s];
+    const ps_gx_stage *X = &pl->xs[s];
+    const int64_t C = pl->pipe.st[S->in[0]].c, K = S->c;
+    const float *fill = fill_row(S, tb);
+    int64_t part[3][2];
+    tap_parts(S, X, &in[0], x0, w, part);
+    for (int pi = 0; pi < 3; pi++) {
+        int64_t a = part[pi][0], np = part[pi][1] - a;
+        if (np <= 0) continue;
+        int64_t len = S->sx * (np - 1) + (X->dx_max - X->dx_min) + 1, xs = S->sx * a + X->dx_min;
+        for (int r = 0; r < X->n_rows; r++)
+            tb->rowp[r] = fetch_px(&in[0], C, S->sy * y + X->row_dy[r], xs, len, S->boundary, fill,
+                                   tb->staging + (size_t)r * (size_t)(len * C));
+        float *dp = dst + (a - x0) * K;
+        if (S->kind == PS_NODE_STENCIL) {
+            for (int t = 0; t < S->n_taps; t++) tb->src[t] = tb->rowp[X->tap_row[t]] + (S->dx[t] - X->dx_min) * C;
+            if (S->reduce == PS_REDUCE_SUM) pl->k->px_sum(dp, np, C, K, tb->src, S->pxw, S->n_taps, S->sx * C, S->bias);
+            else pl->k->px_maxmin(dp, np, C, K, tb->src, S->pxw, S->n_taps, S->sx * C, S->reduce == PS_REDUCE_MAX);
+            continue;
+        }
+        for (int t = 0; t < S->n_taps; t++) tb->src[t] = S->w + (size_t)t * (size_t)(C * K);
+        unsigned long long count = (unsigned long long)S->n_taps;
+        for (int64_t i = 0; i < np; i += PS_CONV_NB) {
+            int64_t nb = np - i < PS_CONV_NB ? np - i : PS_CONV_NB;
+            float *o = dp + i * K;
+            for (int64_t j = 0; j < nb; j++) {
+                if (S->bias) memcpy(o + j * K, S->bias, (size_t)K * sizeof *o);
+                else memset(o + j * K, 0, (size_t)K * sizeof *o);
+            }
+            for (int t = 0; t < S->n_taps; t++)
+                tb->bptr[t] = tb->rowp[X->tap_row[t]] + (S->sx * i + S->dx[t] - X->dx_min) * C;
+            X->conv_k[nb](tb->src, tb->bptr, o, &count);
+        }
+    }
+}
+
+/* A stage on pixel rows; 0 when it has no pixel form here (resampling, a
+ * pointwise stage broadcasting a one-channel input): the per-channel rows
+ * then run on these views through copies. */
+static int compute_px(const ps_graph_plan *pl, int s, const ps_box *B, const view *in, const view *out, thread_bufs *tb)
+{
+    const ps_pstage *S = &pl->pipe.st[s];
+    const int64_t C = S->c, y1 = B->y0 + B->h, x0 = B->x0, w = B->w;
+    switch (S->kind) {
+    case PS_NODE_STENCIL:
+    case PS_NODE_CONV:
+        for (int64_t y = B->y0; y < y1; y++) {
+            float *d = dst_px(out, C, y, x0, tb->temp);
+            px_tap_row(pl, s, y, x0, w, in, d, tb);
+            put_px(out, C, y, x0, w, d, tb->temp);
+        }
+        return 1;
+    case PS_NODE_POINTWISE:
+        for (int j = 0; j < S->n_in; j++)
+            if (S->bcast[j]) return 0;
+        for (int64_t y = B->y0; y < y1; y++) {
+            for (int j = 0; j < S->n_in; j++)
+                tb->src[j] = fetch_px(&in[j], C, y, x0, w, PS_BOUNDARY_CLAMP, tb->zeros, tb->staging + (size_t)j * (size_t)(w * C));
+            float *d = dst_px(out, C, y, x0, tb->temp);
+            pl->k->vprog(&S->prog, d, tb->src, w * C, tb->regs);
+            put_px(out, C, y, x0, w, d, tb->temp);
+        }
+        return 1;
+    case PS_NODE_CONCAT:
+        for (int64_t y = B->y0; y < y1; y++) {
+            float *d = dst_px(out, C, y, x0, tb->temp);
+            int64_t off = 0;
+            for (int j = 0; j < S->n_in; j++) {
+                int64_t cj = pl->pipe.st[S->in[j]].c;
+                const float *r = fetch_px(&in[j], cj, y, x0, w, PS_BOUNDARY_CLAMP, tb->zeros, tb->staging);
+                for (int64_t i = 0; i < w; i++) memcpy(d + i * C + off, r + i * cj, (size_t)cj * sizeof *d);
+                off += cj;
+            }
+            put_px(out, C, y, x0, w, d, tb->temp);
+        }
+        return 1;
+    case PS_NODE_GAP: {
+        /* the block is the one pixel (0, 0): sums of rows, then the mean */
+        const ps_box *d = &in[0].dom;
+        float *acc = tb->temp;
+        memset(acc, 0, (size_t)C * sizeof *acc);
+        for (int64_t y = d->y0; y < d->y0 + d->h; y++) {
+            const float *r = fetch_px(&in[0], C, y, d->x0, d->w, PS_BOUNDARY_CLAMP, tb->zeros, tb->staging);
+            for (int64_t i = 0; i < d->w; i++)
+                for (int64_t c = 0; c < C; c++) acc[c] += r[i * C + c];
+        }
+        const float scale = 1.0f / (float)(d->h * d->w);
+        for (int64_t c = 0; c < C; c++) acc[c] *= scale;
+        float *o = dst_px(out, C, 0, 0, tb->vrow);
+        if (o != tb->vrow) memcpy(o, acc, (size_t)C * sizeof *o);
+        else {
+            memcpy(tb->vrow, acc, (size_t)C * sizeof *o);
+            put_px(out, C, 0, 0, 1, tb->vrow, tb->vrow);
+        }
+        return 1;
+    }
+    default: return 0;
+    }
+}
+
 static void compute_stage(const ps_graph_plan *pl, int s, const ps_box *B, const view *in, const view *out,
                           thread_bufs *tb)
 {
     const ps_pstage *S = &pl->pipe.st[s];
     const ps_row_kernels *K = pl->k;
     int64_t y1 = B->y0 + B->h, w = B->w;
+    if (S->px && compute_px(pl, s, B, in, out, tb)) return;
     switch (S->kind) {
     case PS_NODE_STENCIL:
     case PS_NODE_RESAMPLE:
@@ -186,7 +380,7 @@ static void compute_stage(const ps_graph_plan *pl, int s, const ps_box *B, const
                 tb->src[ci] = fetch(&in[0], ci, y, B->x0, w, PS_BOUNDARY_CLAMP, tb->staging + ci * w, tb->zeros);
             for (int64_t k = 0; k < S->c; k++) {
                 float *d = dst_row(out, k, y, B->x0, tb->temp);
-                K->sum(d, w, tb->src, S->mix_w + k * S->in_c, (int)S->in_c, 1, S->mix_bias ? S->mix_bias[k] : 0.0f);
+                K->sum(d, w, tb->src, S->mix_w + k * S->in_c, (int)S->in_c, 1, S->bias ? S->bias[k] : 0.0f);
                 put_row(out, k, y, B->x0, w, d);
             }
         }
@@ -236,19 +430,32 @@ static view memory_view(const ps_graph_plan *pl, int s, int64_t n, const float *
     v.base = ws + pl->xs[s].ws_off + n * S->c * plane;
     v.y0 = r->y0;
     v.x0 = r->x0;
-    v.cs = plane;
-    v.rs = r->w;
-    v.ps = 1;
+    if (S->px) {
+        v.cs = 1;
+        v.rs = r->w * S->c;
+        v.ps = S->c;
+    } else {
+        v.cs = plane;
+        v.rs = r->w;
+        v.ps = 1;
+    }
     return v;
 }
 
 static view scratch_view(const ps_graph_plan *pl, const ps_gx_member *m, const ps_box *B, float *area)
 {
     view v;
+    const ps_pstage *S = &pl->pipe.st[m->stage];
     v.base = area + m->scr_off;
-    v.rs = m->scr_rs;
-    v.cs = m->scr_h * m->scr_rs;
-    v.ps = 1;
+    if (S->px) {
+        v.cs = 1;
+        v.rs = m->scr_rs * S->c;
+        v.ps = S->c;
+    } else {
+        v.rs = m->scr_rs;
+        v.cs = m->scr_h * m->scr_rs;
+        v.ps = 1;
+    }
     v.y0 = B->y0;
     v.x0 = B->x0;
     v.dom = pl->pipe.st[m->stage].dom;
@@ -260,13 +467,20 @@ static view scratch_view(const ps_graph_plan *pl, const ps_gx_member *m, const p
 /* Copies the part `r` of a member's scratch region to a destination. */
 static void copy_out(const ps_pstage *S, const view *from, const view *to, const ps_box *r)
 {
+    if (px_contiguous(from, S->c) && px_contiguous(to, S->c)) {
+        for (int64_t y = r->y0; y < r->y0 + r->h; y++)
+            memcpy(to->base + row_slot(to, y) * to->rs + (r->x0 - to->x0) * S->c,
+                   from->base + row_slot(from, y) * from->rs + (r->x0 - from->x0) * S->c,
+                   (size_t)(r->w * S->c) * sizeof(float));
+        return;
+    }
     for (int64_t c = 0; c < S->c; c++)
         for (int64_t y = r->y0; y < r->y0 + r->h; y++) {
-            const float *src = from->base + c * from->cs + row_slot(from, y) * from->rs + (r->x0 - from->x0);
+            const float *src = from->base + c * from->cs + row_slot(from, y) * from->rs + (r->x0 - from->x0) * from->ps;
             float *d = to->base + c * to->cs + (y - to->y0) * to->rs + (r->x0 - to->x0) * to->ps;
-            if (to->ps == 1) memcpy(d, src, (size_t)r->w * sizeof *d);
+            if (to->ps == 1 && from->ps == 1) memcpy(d, src, (size_t)r->w * sizeof *d);
             else
-                for (int64_t i = 0; i < r->w; i++) d[i * to->ps] = src[i];
+                for (int64_t i = 0; i < r->w; i++) d[i * to->ps] = src[i * from->ps];
         }
 }
 
@@ -484,7 +698,7 @@ void ps_graph_run(const ps_graph_plan *pl, const float *const *inputs, float *co
          * expression registers, a row of zeros, the tile's boxes. */
         float *area = threads_area + (size_t)omp_get_thread_num() * pl->thread_floats;
         size_t off = pl->thread_floats - pl->staging_floats - 2 * pl->temp_floats - pl->regs_floats - pl->fused_floats -
-                     pl->zero_floats - pl->boxes_floats;
+                     3 * pl->zero_floats - pl->boxes_floats;
         thread_bufs tb;
         tb.area = area;
         tb.staging = area + off;
@@ -500,6 +714,13 @@ void ps_graph_run(const ps_graph_plan *pl, const float *const *inputs, float *co
         memset(area + off, 0, pl->zero_floats * sizeof(float));
         tb.zeros = area + off;
         off += pl->zero_floats;
+        for (size_t i = 0; i < pl->zero_floats; i++) {
+            area[off + i] = -INFINITY;
+            area[off + pl->zero_floats + i] = INFINITY;
+        }
+        tb.ninf = area + off;
+        tb.pinf = area + off + pl->zero_floats;
+        off += 2 * pl->zero_floats;
         ps_box *boxes = (ps_box *)(void *)(area + off);
         for (int gi = 0; gi < pl->n_groups; gi++) {
             const ps_gx_group *g = &pl->groups[gi];

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <libxsmm.h>
+
 #include "fusion/fusion.h"
 #include "kernels/kernels.h"
 #include "polysci/graph.h"
@@ -89,6 +91,11 @@ typedef struct ps_gx_stage {
     int *row_dy;
     int *tap_row;
     int dx_min, dx_max;
+    /* convolution on pixel rows: batch-reduce GEMMs over the taps of n
+     * output pixels (m = K, k = C, ldb = stride * C, ldc = K, beta 1 over a
+     * bias-filled block), conv_k[n] for n = 1 .. PS_CONV_NB */
+#define PS_CONV_NB 16
+    libxsmm_smmfunction_reducebatch_addr conv_k[PS_CONV_NB + 1];
 } ps_gx_stage;
 
 struct ps_graph_plan {

@@ -52,6 +52,8 @@ ps_box ps_read_box(const ps_pipeline *p, int s, int j, const ps_box *b)
     if (ps_box_empty(b)) return *b;
     int64_t y1 = b->y0 + b->h - 1, x1 = b->x0 + b->w - 1;
     switch (st->kind) {
+    case PS_NODE_GAP: return p->st[st->in[0]].dom;
+    case PS_NODE_CONV:
     case PS_NODE_STENCIL: {
         int dy0 = st->dy[0], dy1 = st->dy[0], dx0 = st->dx[0], dx1 = st->dx[0];
         for (int t = 1; t < st->n_taps; t++) {
@@ -88,7 +90,8 @@ ps_box ps_input_region(const ps_pipeline *p, int s, int j, const ps_box *box)
     const ps_pstage *st = &p->st[s];
     ps_box r = ps_read_box(p, s, j, box);
     const ps_box *dom = &p->st[st->in[j]].dom;
-    if (st->boundary == PS_BOUNDARY_ZERO && (st->kind == PS_NODE_STENCIL || st->kind == PS_NODE_RESAMPLE))
+    if ((st->boundary == PS_BOUNDARY_ZERO || st->boundary == PS_BOUNDARY_IGNORE) &&
+        (ps_pstage_has_taps(st) || st->kind == PS_NODE_RESAMPLE))
         return ps_box_intersect(&r, dom);
     return ps_box_clamp(&r, dom);
 }
@@ -100,6 +103,9 @@ double ps_stage_flops(const ps_pstage *s)
     case PS_NODE_POINTWISE: return s->expr ? (double)ps_expr_size(s->expr) : 1.0;
     case PS_NODE_MIX: return 2.0 * (double)s->in_c;
     case PS_NODE_RESAMPLE: return 4.0;
+    case PS_NODE_CONV: return 2.0 * (double)s->in_c * s->n_taps;
+    case PS_NODE_CONCAT:
+    case PS_NODE_GAP: return 1.0;
     default: return 0.0;
     }
 }
@@ -110,8 +116,9 @@ static void stage_release(ps_pstage *s)
     free(s->dy);
     free(s->dx);
     free(s->w);
+    free(s->pxw);
     free(s->mix_w);
-    free(s->mix_bias);
+    free(s->bias);
     ps_expr_free(s->expr);
     ps_vprog_release(&s->prog);
     memset(s, 0, sizeof *s);
@@ -127,7 +134,7 @@ void ps_pipeline_release(ps_pipeline *p)
     memset(p, 0, sizeof *p);
 }
 
-static ps_status copy_node(const ps_graph *g, int t, ps_pstage *s)
+static ps_status copy_node(const ps_graph *g, int t, int px, ps_pstage *s)
 {
     const ps_node *nd = &g->nodes[t];
     memset(s, 0, sizeof *s);
@@ -139,7 +146,7 @@ static ps_status copy_node(const ps_graph *g, int t, ps_pstage *s)
     s->n_in = nd->n_in;
     for (int j = 0; j < nd->n_in; j++) {
         s->in[j] = nd->in[j];
-        s->bcast[j] = g->nodes[nd->in[j]].c == 1 && nd->c > 1;
+        s->bcast[j] = nd->kind == PS_NODE_POINTWISE && g->nodes[nd->in[j]].c == 1 && nd->c > 1;
     }
     s->boundary = nd->boundary;
     s->input_index = -1;
@@ -147,6 +154,12 @@ static ps_status copy_node(const ps_graph *g, int t, ps_pstage *s)
     s->layout = nd->layout;
     s->out_region = nd->out_region;
     s->graph_tensor = t;
+    s->px = px;
+    if (nd->bias) {
+        s->bias = malloc((size_t)nd->c * sizeof *s->bias);
+        if (!s->bias) return PS_ERR_OUT_OF_MEMORY;
+        memcpy(s->bias, nd->bias, (size_t)nd->c * sizeof *s->bias);
+    }
     switch (nd->kind) {
     case PS_NODE_STENCIL: {
         s->reduce = nd->reduce;
@@ -165,19 +178,49 @@ static ps_status copy_node(const ps_graph *g, int t, ps_pstage *s)
          * taps contiguous, as a row kernel call takes them. */
         for (size_t ch = 0; ch < nch; ch++)
             for (size_t tp = 0; tp < nt; tp++) s->w[ch * nt + tp] = nd->w[tp * nch + ch];
+        s->affine = nd->affine;
+        break;
+    }
+    case PS_NODE_CONV: {
+        s->in_c = nd->in_c;
+        s->sy = nd->sy;
+        s->sx = nd->sx;
+        s->n_taps = nd->n_taps;
+        size_t nt = (size_t)nd->n_taps, C = (size_t)nd->in_c, K = (size_t)nd->c;
+        s->dy = malloc(nt * sizeof *s->dy);
+        s->dx = malloc(nt * sizeof *s->dx);
+        s->w = malloc(nt * C * K * sizeof *s->w);
+        if (!s->dy || !s->dx || !s->w) return PS_ERR_OUT_OF_MEMORY;
+        memcpy(s->dy, nd->dy, nt * sizeof *s->dy);
+        memcpy(s->dx, nd->dx, nt * sizeof *s->dx);
+        /* KCRS -> per tap the K x C column-major block a batch-reduce GEMM
+         * multiplies a pixel block's channels by */
+        for (size_t k = 0; k < K; k++)
+            for (size_t c = 0; c < C; c++)
+                for (size_t tp = 0; tp < nt; tp++) s->w[(tp * C + c) * K + k] = nd->w[(k * C + c) * nt + tp];
         break;
     }
     case PS_NODE_MIX: {
         s->in_c = g->nodes[nd->in[0]].c;
+        if (px) {
+            /* on pixel rows a channel mix is the 1 x 1 convolution */
+            size_t C = (size_t)s->in_c, K = (size_t)nd->c;
+            s->kind = PS_NODE_CONV;
+            s->boundary = PS_BOUNDARY_ZERO;
+            s->sy = s->sx = 1;
+            s->n_taps = 1;
+            s->dy = calloc(1, sizeof *s->dy);
+            s->dx = calloc(1, sizeof *s->dx);
+            s->w = malloc(C * K * sizeof *s->w);
+            if (!s->dy || !s->dx || !s->w) return PS_ERR_OUT_OF_MEMORY;
+            for (size_t k = 0; k < K; k++)
+                for (size_t c = 0; c < C; c++) s->w[c * K + k] = nd->mix_w[k * C + c];
+            break;
+        }
         size_t nw = (size_t)nd->c * (size_t)s->in_c;
         s->mix_w = malloc(nw * sizeof *s->mix_w);
         if (!s->mix_w) return PS_ERR_OUT_OF_MEMORY;
         memcpy(s->mix_w, nd->mix_w, nw * sizeof *s->mix_w);
-        if (nd->mix_bias) {
-            s->mix_bias = malloc((size_t)nd->c * sizeof *s->mix_bias);
-            if (!s->mix_bias) return PS_ERR_OUT_OF_MEMORY;
-            memcpy(s->mix_bias, nd->mix_bias, (size_t)nd->c * sizeof *s->mix_bias);
-        }
         break;
     }
     case PS_NODE_RESAMPLE: s->resample = nd->resample; break;
@@ -253,6 +296,57 @@ static int inline_into(ps_pstage *st, int pw, int q, ps_status *err)
     return 1;
 }
 
+/* Batch normalization folded into its producer (seed 002's inlining, at
+ * plan time): an affine stage whose input is a convolution, a depthwise
+ * (per-channel sum) stencil or a channel mix that nothing else reads and
+ * that is no output becomes that producer with scaled weights and bias,
+ * reading the producer's input; the producer is then dead. */
+static void fold_affine(ps_pstage *st, int n)
+{
+    for (int t = 0; t < n; t++) {
+        ps_pstage *A = &st[t];
+        if (!A->affine) continue;
+        int p = A->in[0], readers = 0;
+        for (int q = p + 1; q < n; q++)
+            for (int j = 0; j < st[q].n_in; j++) readers += st[q].in[j] == p;
+        ps_pstage *P = &st[p];
+        int foldable = P->kind == PS_NODE_CONV || P->kind == PS_NODE_MIX ||
+                       (P->kind == PS_NODE_STENCIL && P->reduce == PS_REDUCE_SUM && P->per_channel);
+        if (readers != 1 || P->output_index >= 0 || !foldable) continue;
+        const int64_t K = P->c;
+        const float *scale = A->w, *shift = A->bias; /* one tap: w[ch] */
+        for (int64_t k = 0; k < K; k++) {
+            if (P->kind == PS_NODE_CONV) {
+                size_t per_k = (size_t)P->n_taps * (size_t)P->in_c;
+                for (size_t i = 0; i < per_k; i++) P->w[i * (size_t)K + (size_t)k] *= scale[k];
+            } else if (P->kind == PS_NODE_MIX) {
+                for (int64_t c = 0; c < P->in_c; c++) P->mix_w[k * P->in_c + c] *= scale[k];
+            } else {
+                for (int tp = 0; tp < P->n_taps; tp++) P->w[k * P->n_taps + tp] *= scale[k];
+            }
+        }
+        /* the affine stage's bias becomes P's bias scaled, plus the shift */
+        for (int64_t k = 0; k < K; k++) A->bias[k] = (P->bias ? P->bias[k] : 0.0f) * scale[k] + shift[k];
+        float *bias = A->bias;
+        A->bias = NULL;
+        ps_pstage keep = *A;
+        stage_release(A);
+        *A = *P;
+        memset(P, 0, sizeof *P);
+        P->kind = PS_NODE_POINTWISE; /* nothing reads it: dead */
+        P->output_index = P->input_index = -1;
+        free(A->bias);
+        A->bias = bias;
+        snprintf(A->inlined, sizeof A->inlined, "%s", A->name);
+        memcpy(A->name, keep.name, sizeof A->name);
+        A->output_index = keep.output_index;
+        A->layout = keep.layout;
+        A->out_region = keep.out_region;
+        A->graph_tensor = keep.graph_tensor;
+        A->n_inlined = 1;
+    }
+}
+
 static int reads(const ps_pstage *s, int p)
 {
     for (int j = 0; j < s->n_in; j++)
@@ -272,8 +366,11 @@ ps_status ps_pipeline_build(const ps_graph *g, int inline_pointwise, ps_pipeline
         rc = PS_ERR_OUT_OF_MEMORY;
         goto fail;
     }
-    for (int t = 0; t < n && !rc; t++) rc = copy_node(g, t, &st[t]);
+    int px = 0;
+    for (int t = 0; t < n; t++) px |= g->nodes[t].dl;
+    for (int t = 0; t < n && !rc; t++) rc = copy_node(g, t, px, &st[t]);
     if (rc) goto fail;
+    fold_affine(st, n);
     for (int i = 0; i < g->n_inputs; i++) st[g->inputs[i]].input_index = i;
 
     /* Live: graph inputs, outputs and whatever an output reads. */

@@ -31,12 +31,15 @@ typedef struct ps_pstage {
     ps_reduce reduce;
     int sy, sx, n_taps;
     int *dy, *dx;
-    float *w;                /* weights per channel: w[ch * n_taps + t] (c == 1 row when shared) */
+    float *w;                /* weights per channel: w[ch * n_taps + t] (c == 1 row when shared);
+                                conv: per tap a K x C column-major block, w[(t * C + c) * K + k] */
     int per_channel;
+    float *pxw;              /* stencil on pixel rows: w[t * c + ch], every channel's (even when shared) */
+    float *bias;             /* per output channel, or NULL: stencil, conv, channel mix */
+    int affine;              /* a batch normalization (one-tap per-channel stencil) */
     /* channel mix */
     int64_t in_c;
     float *mix_w;            /* c x in_c */
-    float *mix_bias;         /* c, or NULL */
     /* resample */
     ps_resample resample;
     /* pointwise */
@@ -49,6 +52,8 @@ typedef struct ps_pstage {
     ps_act_layout layout;
     ps_box out_region;
     int graph_tensor;        /* the tensor of the user's graph */
+    int px;                  /* stored and computed as pixel rows (channels last): the tensors of a
+                                graph with deep-learning stages (graph_dl.h) */
     int needless;            /* a stage whose consumers read only outside its domain (boundary
                                 ZERO): never computed, read as zeros */
 } ps_pstage;
@@ -68,6 +73,12 @@ typedef struct ps_pipeline {
  * keeps every stage. On error *out is zeroed and nothing is leaked. */
 ps_status ps_pipeline_build(const ps_graph *g, int inline_pointwise, ps_pipeline *out);
 void ps_pipeline_release(ps_pipeline *p);
+
+/* Stages whose reads are taps at strides: stencils and convolutions. */
+static inline int ps_pstage_has_taps(const ps_pstage *s)
+{
+    return s->kind == PS_NODE_STENCIL || s->kind == PS_NODE_CONV;
+}
 
 /* The rows and columns of input j that stage s reads to compute `box`
  * (before any boundary handling: the box may reach outside the input's

@@ -29,20 +29,21 @@ ps_status ps_graph_create(ps_graph **graph)
     return PS_SUCCESS;
 }
 
-static void node_release(ps_node *nd)
+void ps_node_release(ps_node *nd)
 {
     free(nd->dy);
     free(nd->dx);
     free(nd->w);
     free(nd->mix_w);
-    free(nd->mix_bias);
+    free(nd->bias);
     ps_expr_free(nd->expr);
 }
+
 
 void ps_graph_destroy(ps_graph *graph)
 {
     if (!graph) return;
-    for (int i = 0; i < graph->n; i++) node_release(&graph->nodes[i]);
+    for (int i = 0; i < graph->n; i++) ps_node_release(&graph->nodes[i]);
     free(graph->nodes);
     free(graph);
 }
@@ -72,7 +73,7 @@ void ps_stencil_extent(const ps_node *s, int *dy_min, int *dy_max, int *dx_min, 
 
 /* Checks the common arguments of an add call and prepares the new node
  * (not yet appended: append() does that once everything is valid). */
-static ps_status begin(ps_graph *g, const char *who, const char *name, ps_tensor *out, ps_node *nd)
+ps_status ps_node_begin(ps_graph *g, const char *who, const char *name, ps_tensor *out, ps_node *nd)
 {
     if (!out) return ps_error(PS_ERR_NULL_POINTER, "%s: out is NULL", who);
     *out = -1;
@@ -99,14 +100,14 @@ static ps_status begin(ps_graph *g, const char *who, const char *name, ps_tensor
     return PS_SUCCESS;
 }
 
-static ps_status check_tensor(const ps_graph *g, const char *who, const char *what, ps_tensor t)
+ps_status ps_node_check_tensor(const ps_graph *g, const char *who, const char *what, ps_tensor t)
 {
     if (t < 0 || t >= g->n)
         return ps_error(PS_ERR_INVALID_ARG, "%s: %s %d is not a tensor of this graph (0..%d)", who, what, t, g->n - 1);
     return PS_SUCCESS;
 }
 
-static ps_status check_size(const char *who, const ps_node *nd)
+ps_status ps_node_check_size(const char *who, const ps_node *nd)
 {
     if (nd->dom.h < 1 || nd->dom.w < 1)
         return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\" would have no pixel (%lld x %lld)", who, nd->name,
@@ -124,13 +125,13 @@ static ps_status check_size(const char *who, const ps_node *nd)
     return PS_SUCCESS;
 }
 
-static ps_status append(ps_graph *g, ps_node *nd, ps_tensor *out)
+ps_status ps_node_append(ps_graph *g, ps_node *nd, ps_tensor *out)
 {
     if (g->n == g->cap) {
         int cap = g->cap ? 2 * g->cap : 16;
         ps_node *nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
         if (!nodes) {
-            node_release(nd);
+            ps_node_release(nd);
             return ps_error(PS_ERR_OUT_OF_MEMORY, "graph: out of memory");
         }
         g->nodes = nodes;
@@ -146,7 +147,7 @@ ps_status ps_graph_add_input(ps_graph *g, const char *name, int64_t n, int64_t h
 {
     static const char who[] = "ps_graph_add_input";
     ps_node nd;
-    ps_status st = begin(g, who, name, out, &nd);
+    ps_status st = ps_node_begin(g, who, name, out, &nd);
     if (st) return st;
     if (n < 1 || h < 1 || w < 1 || c < 1)
         return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": n, h, w, c must be >= 1 (got %lld, %lld, %lld, %lld)", who,
@@ -158,8 +159,8 @@ ps_status ps_graph_add_input(ps_graph *g, const char *name, int64_t n, int64_t h
     nd.c = c;
     nd.dom = (ps_box){0, 0, h, w};
     nd.layout = layout;
-    if ((st = check_size(who, &nd))) return st;
-    if ((st = append(g, &nd, out))) return st;
+    if ((st = ps_node_check_size(who, &nd))) return st;
+    if ((st = ps_node_append(g, &nd, out))) return st;
     g->inputs[g->n_inputs++] = *out;
     return PS_SUCCESS;
 }
@@ -177,15 +178,15 @@ ps_status ps_graph_add_stencil(ps_graph *g, const char *name, const ps_stencil *
 {
     static const char who[] = "ps_graph_add_stencil";
     ps_node nd;
-    ps_status st = begin(g, who, name, out, &nd);
+    ps_status st = ps_node_begin(g, who, name, out, &nd);
     if (st) return st;
     if (!sd) return ps_error(PS_ERR_NULL_POINTER, "%s: stencil is NULL", who);
     if (sd->struct_size != sizeof *sd)
         return ps_error(PS_ERR_INVALID_ARG, "%s: struct_size is %zu, expected %zu (use ps_stencil_init)", who,
                         sd->struct_size, sizeof *sd);
-    if ((st = check_tensor(g, who, "input", sd->input))) return st;
+    if ((st = ps_node_check_tensor(g, who, "input", sd->input))) return st;
     const ps_node *in = &g->nodes[sd->input];
-    if (sd->boundary < PS_BOUNDARY_ZERO || sd->boundary > PS_BOUNDARY_VALID)
+    if (sd->boundary < PS_BOUNDARY_ZERO || sd->boundary > PS_BOUNDARY_IGNORE)
         return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": unknown boundary %d", who, nd.name, (int)sd->boundary);
     if (sd->reduce < PS_REDUCE_SUM || sd->reduce > PS_REDUCE_MIN)
         return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": unknown reduction %d", who, nd.name, (int)sd->reduce);
@@ -221,7 +222,7 @@ ps_status ps_graph_add_stencil(ps_graph *g, const char *name, const ps_stencil *
     nd.dx = malloc((size_t)sd->n_taps * sizeof *nd.dx);
     nd.w = malloc(nw * sizeof *nd.w);
     if (!nd.dy || !nd.dx || !nd.w) {
-        node_release(&nd);
+        ps_node_release(&nd);
         return ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
     }
     memcpy(nd.dy, sd->dy, (size_t)sd->n_taps * sizeof *nd.dy);
@@ -237,7 +238,7 @@ ps_status ps_graph_add_stencil(ps_graph *g, const char *name, const ps_stencil *
         valid_range(in->dom.x0, in->dom.w, nd.sx, 0, 0, &nd.dom.x0, &nd.dom.w);
     }
     if (nd.dom.h < 1 || nd.dom.w < 1) {
-        node_release(&nd);
+        ps_node_release(&nd);
         return ps_error(PS_ERR_INVALID_ARG,
                         "%s: \"%s\": no %s: an input of %lld x %lld at (%lld, %lld) read by taps spanning %d x %d at "
                         "strides %d x %d leaves none",
@@ -245,11 +246,11 @@ ps_status ps_graph_add_stencil(ps_graph *g, const char *name, const ps_stencil *
                         (long long)in->dom.h, (long long)in->dom.w, (long long)in->dom.y0, (long long)in->dom.x0,
                         dy1 - dy0 + 1, dx1 - dx0 + 1, nd.sy, nd.sx);
     }
-    if ((st = check_size(who, &nd))) {
-        node_release(&nd);
+    if ((st = ps_node_check_size(who, &nd))) {
+        ps_node_release(&nd);
         return st;
     }
-    return append(g, &nd, out);
+    return ps_node_append(g, &nd, out);
 }
 
 ps_status ps_graph_add_pointwise(ps_graph *g, const char *name, const ps_expr *expr, int n_inputs,
@@ -257,7 +258,7 @@ ps_status ps_graph_add_pointwise(ps_graph *g, const char *name, const ps_expr *e
 {
     static const char who[] = "ps_graph_add_pointwise";
     ps_node nd;
-    ps_status st = begin(g, who, name, out, &nd);
+    ps_status st = ps_node_begin(g, who, name, out, &nd);
     if (st) return st;
     if (!expr) return ps_error(PS_ERR_NULL_POINTER, "%s: \"%s\": expr is NULL (an operand was NULL or out of memory)", who, nd.name);
     if (n_inputs < 1 || n_inputs > PS_POINTWISE_MAX_INPUTS)
@@ -271,7 +272,7 @@ ps_status ps_graph_add_pointwise(ps_graph *g, const char *name, const ps_expr *e
     nd.dom.y0 = nd.dom.x0 = INT64_MIN;
     nd.c = 1;
     for (int i = 0; i < n_inputs; i++) {
-        if ((st = check_tensor(g, who, "input", inputs[i]))) return st;
+        if ((st = ps_node_check_tensor(g, who, "input", inputs[i]))) return st;
         const ps_node *in = &g->nodes[inputs[i]];
         if (i == 0) nd.n = in->n;
         if (in->n != nd.n)
@@ -295,7 +296,7 @@ ps_status ps_graph_add_pointwise(ps_graph *g, const char *name, const ps_expr *e
     nd.n_in = n_inputs;
     nd.expr = ps_expr_copy(expr);
     if (!nd.expr) return ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
-    return append(g, &nd, out);
+    return ps_node_append(g, &nd, out);
 }
 
 ps_status ps_graph_add_channel_mix(ps_graph *g, const char *name, ps_tensor input, int64_t k, const float *weights,
@@ -303,9 +304,9 @@ ps_status ps_graph_add_channel_mix(ps_graph *g, const char *name, ps_tensor inpu
 {
     static const char who[] = "ps_graph_add_channel_mix";
     ps_node nd;
-    ps_status st = begin(g, who, name, out, &nd);
+    ps_status st = ps_node_begin(g, who, name, out, &nd);
     if (st) return st;
-    if ((st = check_tensor(g, who, "input", input))) return st;
+    if ((st = ps_node_check_tensor(g, who, "input", input))) return st;
     if (!weights) return ps_error(PS_ERR_NULL_POINTER, "%s: \"%s\": weights is NULL", who, nd.name);
     const ps_node *in = &g->nodes[input];
     if (k < 1 || k > 65536)
@@ -318,17 +319,17 @@ ps_status ps_graph_add_channel_mix(ps_graph *g, const char *name, ps_tensor inpu
     nd.dom = in->dom;
     nd.n_in = 1;
     nd.in[0] = input;
-    if ((st = check_size(who, &nd))) return st;
+    if ((st = ps_node_check_size(who, &nd))) return st;
     size_t nw = (size_t)k * (size_t)in->c;
     nd.mix_w = malloc(nw * sizeof *nd.mix_w);
-    nd.mix_bias = bias ? malloc((size_t)k * sizeof *nd.mix_bias) : NULL;
-    if (!nd.mix_w || (bias && !nd.mix_bias)) {
-        node_release(&nd);
+    nd.bias = bias ? malloc((size_t)k * sizeof *nd.bias) : NULL;
+    if (!nd.mix_w || (bias && !nd.bias)) {
+        ps_node_release(&nd);
         return ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
     }
     memcpy(nd.mix_w, weights, nw * sizeof *nd.mix_w);
-    if (bias) memcpy(nd.mix_bias, bias, (size_t)k * sizeof *nd.mix_bias);
-    return append(g, &nd, out);
+    if (bias) memcpy(nd.bias, bias, (size_t)k * sizeof *nd.bias);
+    return ps_node_append(g, &nd, out);
 }
 
 ps_status ps_graph_add_resample(ps_graph *g, const char *name, ps_tensor input, ps_resample kind, ps_boundary boundary,
@@ -336,9 +337,9 @@ ps_status ps_graph_add_resample(ps_graph *g, const char *name, ps_tensor input, 
 {
     static const char who[] = "ps_graph_add_resample";
     ps_node nd;
-    ps_status st = begin(g, who, name, out, &nd);
+    ps_status st = ps_node_begin(g, who, name, out, &nd);
     if (st) return st;
-    if ((st = check_tensor(g, who, "input", input))) return st;
+    if ((st = ps_node_check_tensor(g, who, "input", input))) return st;
     const ps_node *in = &g->nodes[input];
     if (kind < PS_RESAMPLE_UP2_NEAREST || kind > PS_RESAMPLE_DOWN2_AVERAGE)
         return ps_error(PS_ERR_INVALID_ARG, "%s: \"%s\": unknown resampling %d", who, nd.name, (int)kind);
@@ -358,15 +359,15 @@ ps_status ps_graph_add_resample(ps_graph *g, const char *name, ps_tensor input, 
         /* inputs lie within +-2^40 (check_size): doubling fits */
         nd.dom = (ps_box){2 * in->dom.y0, 2 * in->dom.x0, 2 * in->dom.h, 2 * in->dom.w};
     }
-    if ((st = check_size(who, &nd))) return st;
-    return append(g, &nd, out);
+    if ((st = ps_node_check_size(who, &nd))) return st;
+    return ps_node_append(g, &nd, out);
 }
 
 ps_status ps_graph_mark_output(ps_graph *g, ps_tensor t, ps_act_layout layout)
 {
     static const char who[] = "ps_graph_mark_output";
     if (!g) return ps_error(PS_ERR_NULL_POINTER, "%s: graph is NULL", who);
-    ps_status st = check_tensor(g, who, "tensor", t);
+    ps_status st = ps_node_check_tensor(g, who, "tensor", t);
     if (st) return st;
     ps_node *nd = &g->nodes[t];
     if (nd->kind == PS_NODE_INPUT)
@@ -386,7 +387,7 @@ ps_status ps_graph_set_output_region(ps_graph *g, ps_tensor t, int64_t y0, int64
 {
     static const char who[] = "ps_graph_set_output_region";
     if (!g) return ps_error(PS_ERR_NULL_POINTER, "%s: graph is NULL", who);
-    ps_status st = check_tensor(g, who, "tensor", t);
+    ps_status st = ps_node_check_tensor(g, who, "tensor", t);
     if (st) return st;
     ps_node *nd = &g->nodes[t];
     if (nd->output_index < 0)
@@ -414,7 +415,7 @@ ps_status ps_graph_tensor_info(const ps_graph *g, ps_tensor t, ps_tensor_info *i
     if (!g || !info) return ps_error(PS_ERR_NULL_POINTER, "%s: graph or info is NULL", who);
     if (info->struct_size != sizeof *info)
         return ps_error(PS_ERR_INVALID_ARG, "%s: info.struct_size is %zu, expected %zu", who, info->struct_size, sizeof *info);
-    ps_status st = check_tensor(g, who, "tensor", t);
+    ps_status st = ps_node_check_tensor(g, who, "tensor", t);
     if (st) return st;
     const ps_node *nd = &g->nodes[t];
     const ps_box *b = nd->output_index >= 0 ? &nd->out_region : &nd->dom;

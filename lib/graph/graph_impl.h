@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "polysci/graph.h"
+#include "polysci/graph_dl.h"
 
 #define PS_POINTWISE_MAX_INPUTS 16
 
@@ -37,7 +38,10 @@ typedef enum ps_node_kind {
     PS_NODE_STENCIL,
     PS_NODE_POINTWISE,
     PS_NODE_MIX,
-    PS_NODE_RESAMPLE
+    PS_NODE_RESAMPLE,
+    PS_NODE_CONV,      /* dense convolution (graph_dl.h); depthwise ones are stencils */
+    PS_NODE_CONCAT,    /* the channels of its inputs, in order */
+    PS_NODE_GAP        /* global average pooling: one pixel */
 } ps_node_kind;
 
 typedef struct ps_node {
@@ -53,13 +57,18 @@ typedef struct ps_node {
     int sy, sx;
     int n_taps;
     int *dy, *dx;
-    float *w;              /* n_taps, or n_taps * c with per_channel */
+    float *w;              /* n_taps, or n_taps * c with per_channel; conv: c x in_c x n_taps (KCRS) */
     int per_channel;
+    float *bias;           /* per output channel (c values) or NULL: stencil, mix, conv */
+    int affine;            /* a one-tap per-channel stencil from ps_graph_add_batchnorm: foldable
+                              into its producer's weights */
+    int dl;                /* made by a graph_dl.h call: the graph keeps its tensors channels-last */
+    int64_t in_c;          /* conv: input channels */
     /* pointwise */
     ps_expr *expr;
     /* channel mix: c outputs from in[0]'s channels */
     float *mix_w;          /* c * in_c */
-    float *mix_bias;       /* c, or NULL */
+
     /* resample */
     ps_resample resample;
     /* user memory: inputs and outputs */
@@ -75,6 +84,16 @@ struct ps_graph {
     int inputs[PS_GRAPH_MAX_TENSORS];
     int outputs[PS_GRAPH_MAX_TENSORS];
 };
+
+/* Shared by the builders (graph.c, graph_dl.c). ps_node_begin checks the
+ * common arguments of an add call and prepares *nd (not yet in the graph);
+ * ps_node_append moves it in (and releases it when that fails). */
+ps_status ps_node_begin(ps_graph *g, const char *who, const char *name, ps_tensor *out, ps_node *nd);
+ps_status ps_node_check_tensor(const ps_graph *g, const char *who, const char *what, ps_tensor t);
+/* Domain and element count within the planner's bounds. */
+ps_status ps_node_check_size(const char *who, const ps_node *nd);
+ps_status ps_node_append(ps_graph *g, ps_node *nd, ps_tensor *out);
+void ps_node_release(ps_node *nd);
 
 /* The box hull of the taps' offsets. */
 void ps_stencil_extent(const ps_node *s, int *dy_min, int *dy_max, int *dx_min, int *dx_max);

@@ -104,6 +104,15 @@ typedef struct ps_row_kernels {
      * values (rows of fewer than 16 points run sum's scalar loop). */
     void (*sum_disjoint)(float *restrict out, int64_t n, const float *const *src, const float *w, int n_taps,
                          float init);
+    /* Pixel rows (channels last, C channels per pixel): pixel i of out (at
+     * out + i * ops) = bias + sum over t of w[t * C + c] * src[t][i * step + c]
+     * (bias may be NULL: 0); the depthwise convolution, average pooling and
+     * per-channel affine maps of deep-learning graphs. */
+    void (*px_sum)(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *src, const float *w,
+                   int n_taps, int64_t step, const float *bias);
+    /* the same with max (or min) over t of w[t * C + c] * src[t][i * step + c] */
+    void (*px_maxmin)(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *src, const float *w,
+                      int n_taps, int64_t step, int is_max);
 } ps_row_kernels;
 
 extern const ps_row_kernels ps_row_kernels_avx512;

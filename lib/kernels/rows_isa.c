@@ -219,6 +219,85 @@ static void maxmin_rows(float *restrict out, int64_t n, const float *const *src,
     }
 }
 
+/* --------------------------------------------- pixel rows (channels last) */
+
+/* Depthwise stencils over pixel rows: for every pixel one pass over its
+ * channels, 64 at a time in four accumulators kept across all taps (one
+ * store per output vector, not one per tap), then 16, then single
+ * channels. Weights are [t][c]: a tap's channels contiguous, like the
+ * pixels'. */
+static void px_sum_rows(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *src, const float *w,
+                        int n_taps, int64_t step, const float *bias)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float *o = out + i * ops;
+        const int64_t si = i * step;
+        int64_t c = 0;
+        for (; c + 64 <= C; c += 64) {
+            v16 a0 = bias ? ld(bias + c) : splat(0.0f), a1 = bias ? ld(bias + c + 16) : splat(0.0f);
+            v16 a2 = bias ? ld(bias + c + 32) : splat(0.0f), a3 = bias ? ld(bias + c + 48) : splat(0.0f);
+            for (int t = 0; t < n_taps; t++) {
+                const float *s = src[t] + si + c, *wt = w + (int64_t)t * C + c;
+                a0 += ld(wt) * ld(s);
+                a1 += ld(wt + 16) * ld(s + 16);
+                a2 += ld(wt + 32) * ld(s + 32);
+                a3 += ld(wt + 48) * ld(s + 48);
+            }
+            st(o + c, a0);
+            st(o + c + 16, a1);
+            st(o + c + 32, a2);
+            st(o + c + 48, a3);
+        }
+        for (; c + 16 <= C; c += 16) {
+            v16 a0 = bias ? ld(bias + c) : splat(0.0f);
+            for (int t = 0; t < n_taps; t++) a0 += ld(w + (int64_t)t * C + c) * ld(src[t] + si + c);
+            st(o + c, a0);
+        }
+        for (; c < C; c++) {
+            float a = bias ? bias[c] : 0.0f;
+            for (int t = 0; t < n_taps; t++) a += w[(int64_t)t * C + c] * src[t][si + c];
+            o[c] = a;
+        }
+    }
+}
+
+static void px_maxmin_rows(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *src,
+                           const float *w, int n_taps, int64_t step, int is_max)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float *o = out + i * ops;
+        const int64_t si = i * step;
+        int64_t c = 0;
+        for (; c + 32 <= C; c += 32) {
+            v16 a0 = ld(w + c) * ld(src[0] + si + c), a1 = ld(w + c + 16) * ld(src[0] + si + c + 16);
+            for (int t = 1; t < n_taps; t++) {
+                const float *s = src[t] + si + c, *wt = w + (int64_t)t * C + c;
+                v16 b0 = ld(wt) * ld(s), b1 = ld(wt + 16) * ld(s + 16);
+                a0 = is_max ? vmax(a0, b0) : vmin(a0, b0);
+                a1 = is_max ? vmax(a1, b1) : vmin(a1, b1);
+            }
+            st(o + c, a0);
+            st(o + c + 16, a1);
+        }
+        for (; c + 16 <= C; c += 16) {
+            v16 a0 = ld(w + c) * ld(src[0] + si + c);
+            for (int t = 1; t < n_taps; t++) {
+                v16 b0 = ld(w + (int64_t)t * C + c) * ld(src[t] + si + c);
+                a0 = is_max ? vmax(a0, b0) : vmin(a0, b0);
+            }
+            st(o + c, a0);
+        }
+        for (; c < C; c++) {
+            float a = w[c] * src[0][si + c];
+            for (int t = 1; t < n_taps; t++) {
+                float b = w[(int64_t)t * C + c] * src[t][si + c];
+                a = is_max ? (a > b ? a : b) : (a < b ? a : b);
+            }
+            o[c] = a;
+        }
+    }
+}
+
 /* ----------------------------------------------- expression programs */
 
 /* exp and log as branch-free polynomials (Cephes' single-precision
@@ -573,4 +652,6 @@ const ps_row_kernels PS_KERNEL_TABLE = {
     .stream_copy = stream_copy,
     .stream_fence = stream_fence,
     .sum_disjoint = sum_disjoint_rows,
+    .px_sum = px_sum_rows,
+    .px_maxmin = px_maxmin_rows,
 };

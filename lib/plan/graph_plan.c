@@ -101,6 +101,35 @@ static ps_status stencil_rows(const ps_pstage *S, ps_gx_stage *X)
     return PS_SUCCESS;
 }
 
+/* What a stage computed on pixel rows needs beyond the planar form: a
+ * stencil's weights as [t][c] (every channel's, so depthwise and shared
+ * weights run the same channel-vectorized kernel) and a convolution's
+ * batch-reduce kernels, JIT-compiled here so execution only calls them. */
+static ps_status prepare_pixel_stage(ps_pstage *S, ps_gx_stage *X)
+{
+    if (S->kind == PS_NODE_STENCIL) {
+        size_t nt = (size_t)S->n_taps, C = (size_t)S->c;
+        S->pxw = malloc(nt * C * sizeof *S->pxw);
+        if (!S->pxw) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+        for (size_t t = 0; t < nt; t++)
+            for (size_t c = 0; c < C; c++) S->pxw[t * C + c] = S->w[(S->per_channel ? c : 0) * nt + t];
+        return PS_SUCCESS;
+    }
+    if (S->kind != PS_NODE_CONV) return PS_SUCCESS;
+    const libxsmm_blasint m = (libxsmm_blasint)S->c, k = (libxsmm_blasint)S->in_c, lda = m, ldc = m,
+                          ldb = (libxsmm_blasint)(S->sx * S->in_c);
+    const float alpha = 1.0f, beta = 1.0f;
+    const int flags = LIBXSMM_GEMM_FLAGS('N', 'N'), prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
+    for (int n = 1; n <= PS_CONV_NB; n++) {
+        X->conv_k[n] = libxsmm_smmdispatch_reducebatch_addr(m, (libxsmm_blasint)n, k, &lda, &ldb, &ldc, &alpha, &beta,
+                                                            &flags, &prefetch);
+        if (!X->conv_k[n])
+            return ps_error(PS_ERR_BACKEND, "ps_graph_plan_create: \"%s\": LIBXSMM could not JIT a %d x %d x %d batch-reduce kernel",
+                            S->name, (int)m, n, (int)k);
+    }
+    return PS_SUCCESS;
+}
+
 /* The exact regions of tile (ti, tj): live-outs' own parts, then back
  * through the members with the boundaries applied (as execution reads). */
 static void tile_boxes(const ps_pipeline *p, const ps_gx_group *g, int64_t ti, int64_t tj, ps_box *box)
@@ -314,7 +343,7 @@ static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *
     for (int k = 0; k < n && !st && !(pl->opts.flags & PS_GRAPH_NO_EPILOGUE); k++) {
         ps_gx_member *K = &G->mem[k];
         const ps_pstage *S = &p->st[K->stage];
-        if (K->live_out || K->n_reads == 0 || S->kind == PS_NODE_POINTWISE) continue;
+        if (K->live_out || K->n_reads == 0 || S->kind == PS_NODE_POINTWISE || S->px) continue;
         int q = K->read_by[0], ok = 1;
         for (int i = 0; i < K->n_reads; i++) ok &= K->read_by[i] == q;
         const ps_pstage *Q = &p->st[G->mem[q].stage];
@@ -482,12 +511,43 @@ static ps_status layout(ps_graph_plan *pl)
             size_t bytes = 4 * (size_t)S->n * (size_t)S->c *
                            (size_t)(S->output_index >= 0 ? S->out_region.h * S->out_region.w : S->need.h * S->need.w);
             size_t stream_from = ps_machine_stream_bytes(&pl->ctx->machine);
-            M->stream = M->direct && stream_from && bytes >= stream_from &&
+            M->stream = M->direct && stream_from && bytes >= stream_from && !S->px &&
                         (S->output_index < 0 || S->layout == PS_LAYOUT_NCHW);
             M->scr_off = off;
             if (!M->direct && M->fused_into < 0) off += round16((size_t)S->c * (size_t)M->scr_h * (size_t)M->scr_rs);
             if (M->n_fused && (size_t)S->n_in * PS_FUSED_CHUNK > fused) fused = (size_t)S->n_in * PS_FUSED_CHUNK;
             size_t w = (size_t)M->max_w, need = 0, fetch = w;
+            if (S->px) {
+                /* pixel rows: every row is w pixels of all channels */
+                size_t C = (size_t)S->c, Cin = S->n_in ? (size_t)p->st[S->in[0]].c : C;
+                switch (S->kind) {
+                case PS_NODE_STENCIL:
+                case PS_NODE_CONV:
+                    fetch = ((size_t)S->sx * (w - 1) + (size_t)(X->dx_max - X->dx_min) + 1) * Cin;
+                    need = (size_t)X->n_rows * fetch;
+                    break;
+                case PS_NODE_POINTWISE:
+                    need = (size_t)S->n_in * w * C;
+                    if ((size_t)S->prog.n_regs * PS_VCHUNK > regs) regs = (size_t)S->prog.n_regs * PS_VCHUNK;
+                    break;
+                case PS_NODE_CONCAT:
+                case PS_NODE_GAP:
+                    for (int j = 0; j < S->n_in; j++)
+                        if ((size_t)p->st[S->in[j]].c * w > need) need = (size_t)p->st[S->in[j]].c * w;
+                    if (S->kind == PS_NODE_GAP) need = (size_t)p->st[S->in[0]].need.w * C;
+                    fetch = need;
+                    break;
+                case PS_NODE_RESAMPLE:
+                    fetch = 2 * w + 4;
+                    need = 2 * fetch;
+                    break;
+                default: break;
+                }
+                if (need > staging) staging = need;
+                if (fetch > zeros) zeros = fetch;
+                if (w * C + 16 > temp) temp = w * C + 16;
+                continue;
+            }
             switch (S->kind) {
             case PS_NODE_STENCIL:
                 fetch = (size_t)S->sx * (w - 1) + (size_t)(X->dx_max - X->dx_min) + 1;
@@ -518,7 +578,7 @@ static ps_status layout(ps_graph_plan *pl)
     pl->zero_floats = round16(zeros);
     pl->boxes_floats = round16((size_t)pl->max_members * sizeof(ps_box) / sizeof(float));
     pl->thread_floats = round16(scratch_max) + pl->staging_floats + 2 * pl->temp_floats + pl->regs_floats +
-                        pl->fused_floats + pl->zero_floats + pl->boxes_floats;
+                        pl->fused_floats + 3 * pl->zero_floats + pl->boxes_floats;
     double bytes = ((double)round16(pl->ws_tensor_floats) + (double)pl->nthreads * (double)pl->thread_floats) * 4.0;
     if (bytes > 1e18) return ps_error(PS_ERR_OVERFLOW, "ps_graph_plan_create: the workspace would overflow");
     pl->workspace_bytes = (size_t)bytes;
@@ -562,8 +622,9 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
         ps_pstage *S = &p->st[s];
         pl->xs[s].ws_off = SIZE_MAX;
         if (S->kind == PS_NODE_POINTWISE) st = ps_vprog_lower(S->expr, &S->prog);
-        if (!st && S->kind == PS_NODE_STENCIL && stencil_rows(S, &pl->xs[s]))
+        if (!st && ps_pstage_has_taps(S) && stencil_rows(S, &pl->xs[s]))
             st = ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+        if (!st && S->px) st = prepare_pixel_stage(S, &pl->xs[s]);
     }
     if (!st && opts->fusion == PS_FUSION_FIXED) {
         group_in = malloc(((size_t)p->n + 1) * sizeof *group_in);
@@ -696,7 +757,10 @@ static void out(char *buf, size_t len, size_t *off, const char *fmt, ...)
 static const char *kind_name(const ps_pstage *S)
 {
     switch (S->kind) {
-    case PS_NODE_STENCIL: return "stencil";
+    case PS_NODE_STENCIL: return S->affine ? "batchnorm" : "stencil";
+    case PS_NODE_CONV: return "conv";
+    case PS_NODE_CONCAT: return "concat";
+    case PS_NODE_GAP: return "global avg pool";
     case PS_NODE_POINTWISE: return "pointwise";
     case PS_NODE_MIX: return "channel mix";
     case PS_NODE_RESAMPLE:

@@ -56,6 +56,7 @@ int64_t ps_group_member_tile(const ps_rat *scale, int64_t t) { return t * scale-
 static ps_rat edge_factor(const ps_pstage *s, int dim)
 {
     switch (s->kind) {
+    case PS_NODE_CONV:
     case PS_NODE_STENCIL: return rat(dim ? s->sx : s->sy, 1);
     case PS_NODE_RESAMPLE: return s->resample == PS_RESAMPLE_DOWN2_AVERAGE ? rat(2, 1) : rat(1, 2);
     default: return rat(1, 1);
@@ -115,6 +116,10 @@ ps_status ps_group_geom_init(const ps_pipeline *p, const int *members, int n, ps
         if (!ps_pstage_computed(S)) {
             g->legal = 0;
             snprintf(g->why, sizeof g->why, "\"%s\" is a graph input or needed nowhere", S->name);
+        }
+        if (S->kind == PS_NODE_GAP && n > 1) {
+            g->legal = 0;
+            snprintf(g->why, sizeof g->why, "\"%s\" (global pooling) reads its whole input: it runs alone", S->name);
         }
         if (k && g->m[k] == g->m[k - 1]) {
             g->legal = 0;
@@ -239,6 +244,7 @@ typedef struct access1 {
 static access1 access_dim(const ps_pstage *S, int dim)
 {
     switch (S->kind) {
+    case PS_NODE_CONV:
     case PS_NODE_STENCIL: {
         int lo = INT32_MAX, hi = INT32_MIN;
         for (int t = 0; t < S->n_taps; t++) {

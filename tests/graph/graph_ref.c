@@ -289,6 +289,9 @@ static int derive_domain(const ps_graph *g, const gr_eval *ev, int k, gr_tensor 
 {
     const ps_node *nd = &g->nodes[k];
     const gr_tensor *in = nd->n_in > 0 ? &ev->t[nd->in[0]] : NULL;
+    if (nd->dl)
+        return fail(err, "tensor %d (\"%s\"): a graph_dl.h stage: tests/graph/test_graph_dl.c has its reference", k,
+                    nd->name);
     switch (nd->kind) {
     case PS_NODE_STENCIL: {
         t->n = in->n;
@@ -443,12 +446,12 @@ static void eval_pointwise(const ps_node *nd, const gr_eval *ev, gr_tensor *t, i
 static void eval_mix(const ps_node *nd, const gr_tensor *in, gr_tensor *t)
 {
     const int64_t C = in->c;
-    const double tol = gr_sum_tolerance(C + (nd->mix_bias ? 1 : 0));
+    const double tol = gr_sum_tolerance(C + (nd->bias ? 1 : 0));
     for (int64_t img = 0; img < t->n; img++)
         for (int64_t y = t->y0; y < t->y0 + t->h; y++)
             for (int64_t x = t->x0; x < t->x0 + t->w; x++)
                 for (int64_t k = 0; k < t->c; k++) {
-                    double acc = nd->mix_bias ? nd->mix_bias[k] : 0.0;
+                    double acc = nd->bias ? nd->bias[k] : 0.0;
                     double mag = fabs(acc), prop = 0;
                     for (int64_t c = 0; c < C; c++) {
                         const int64_t j = at(in, img, y, x, c);
@@ -691,7 +694,8 @@ void gr_store_output(const ps_graph *g, const gr_eval *ev, int i, float *dst)
 
 static const char *boundary_name(ps_boundary b)
 {
-    return b == PS_BOUNDARY_ZERO ? "zero" : b == PS_BOUNDARY_CLAMP ? "clamp" : b == PS_BOUNDARY_VALID ? "valid" : "?";
+    return b == PS_BOUNDARY_ZERO ? "zero" : b == PS_BOUNDARY_CLAMP ? "clamp" : b == PS_BOUNDARY_VALID ? "valid"
+           : b == PS_BOUNDARY_IGNORE ? "ignore" : "?";
 }
 
 void gr_print_graph(const ps_graph *g, FILE *f)
@@ -721,10 +725,13 @@ void gr_print_graph(const ps_graph *g, FILE *f)
             fprintf(f, ") %s", text);
             break;
         }
-        case PS_NODE_MIX: fprintf(f, "mix(t%d) k %lld%s", nd->in[0], (long long)nd->c, nd->mix_bias ? " bias" : ""); break;
+        case PS_NODE_MIX: fprintf(f, "mix(t%d) k %lld%s", nd->in[0], (long long)nd->c, nd->bias ? " bias" : ""); break;
         case PS_NODE_RESAMPLE:
             fprintf(f, "resample(t%d) %s %s", nd->in[0], resample[nd->resample % 3], boundary_name(nd->boundary));
             break;
+        case PS_NODE_CONV: fprintf(f, "conv(t%d) k %lld taps %d", nd->in[0], (long long)nd->c, nd->n_taps); break;
+        case PS_NODE_CONCAT: fprintf(f, "concat of %d", nd->n_in); break;
+        case PS_NODE_GAP: fprintf(f, "global avg pool(t%d)", nd->in[0]); break;
         }
         if (nd->output_index >= 0)
             fprintf(f, "  -> output %d %s region [%lld,+%lld)x[%lld,+%lld)", nd->output_index,

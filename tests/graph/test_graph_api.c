@@ -166,7 +166,7 @@ static void test_stencil(void)
     b.input = 1; /* the stage itself would be tensor 1: not yet a tensor */
     API_ERR(PS_ERR_INVALID_ARG, "not a tensor", add_st(g, b, &t));
     b = st;
-    b.boundary = (ps_boundary)3;
+    b.boundary = (ps_boundary)4;
     API_ERR(PS_ERR_INVALID_ARG, "boundary", add_st(g, b, &t));
     b.boundary = (ps_boundary)-1;
     API_ERR(PS_ERR_INVALID_ARG, "boundary", add_st(g, b, &t));

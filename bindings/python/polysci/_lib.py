@@ -77,6 +77,7 @@ class Boundary(enum.IntEnum):
     ZERO = 0
     CLAMP = 1
     VALID = 2
+    IGNORE = 3
 
 
 class Reduce(enum.IntEnum):
@@ -220,6 +221,34 @@ class ExecArgsC(ctypes.Structure):
         ("b", ctypes.c_void_p),
         ("c", ctypes.c_void_p),
         ("workspace", ctypes.c_void_p),
+    ]
+
+
+class ConvStageC(ctypes.Structure):
+    """ps_conv_stage (graph_dl.h)."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("input", ctypes.c_int),
+        ("k", ctypes.c_int64), ("groups", ctypes.c_int64),
+        ("r", ctypes.c_int), ("s", ctypes.c_int),
+        ("stride_h", ctypes.c_int), ("stride_w", ctypes.c_int),
+        ("dilation_h", ctypes.c_int), ("dilation_w", ctypes.c_int),
+        ("pad_top", ctypes.c_int), ("pad_bottom", ctypes.c_int), ("pad_left", ctypes.c_int), ("pad_right", ctypes.c_int),
+        ("weights", ctypes.POINTER(ctypes.c_float)),
+        ("bias", ctypes.POINTER(ctypes.c_float)),
+    ]
+
+
+class PoolStageC(ctypes.Structure):
+    """ps_pool_stage (graph_dl.h)."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("input", ctypes.c_int),
+        ("kind", c_enum),
+        ("r", ctypes.c_int), ("s", ctypes.c_int),
+        ("stride_h", ctypes.c_int), ("stride_w", ctypes.c_int),
+        ("pad_top", ctypes.c_int), ("pad_bottom", ctypes.c_int), ("pad_left", ctypes.c_int), ("pad_right", ctypes.c_int),
+        ("ceil_mode", ctypes.c_int),
     ]
 
 
@@ -451,6 +480,17 @@ _OPTIONAL_PROTOTYPES = {
                                        ctypes.POINTER(ctypes.c_int)]),
     "ps_graph_add_resample": (_st, [_p, ctypes.c_char_p, ctypes.c_int, c_enum, c_enum, ctypes.POINTER(ctypes.c_int)]),
     "ps_graph_mark_output": (_st, [_p, ctypes.c_int, c_enum]),
+    # graph_dl.h
+    "ps_conv_stage_init": (None, [_p]),
+    "ps_pool_stage_init": (None, [_p]),
+    "ps_graph_add_conv": (_st, [_p, ctypes.c_char_p, ctypes.POINTER(ConvStageC), ctypes.POINTER(ctypes.c_int)]),
+    "ps_graph_add_pool": (_st, [_p, ctypes.c_char_p, ctypes.POINTER(PoolStageC), ctypes.POINTER(ctypes.c_int)]),
+    "ps_graph_add_batchnorm": (_st, [_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_float),
+                                     ctypes.POINTER(ctypes.c_float), ctypes.POINTER(ctypes.c_float),
+                                     ctypes.POINTER(ctypes.c_float), ctypes.c_float, ctypes.POINTER(ctypes.c_int)]),
+    "ps_graph_add_concat": (_st, [_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                                  ctypes.POINTER(ctypes.c_int)]),
+    "ps_graph_add_global_avg_pool": (_st, [_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int)]),
     "ps_graph_set_output_region": (_st, [_p, ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
                                          ctypes.c_int64]),
     # graph.h: introspection
@@ -509,6 +549,8 @@ def _check_abi():
             ("ps_plan_options", lib.ps_plan_options_init, PlanOptionsC),
             ("ps_exec_args", lib.ps_exec_args_init, ExecArgsC),
             ("ps_stencil", getattr(lib, "ps_stencil_init", None), StencilC),
+            ("ps_conv_stage", getattr(lib, "ps_conv_stage_init", None), ConvStageC),
+            ("ps_pool_stage", getattr(lib, "ps_pool_stage_init", None), PoolStageC),
             ("ps_graph_options", getattr(lib, "ps_graph_options_init", None), GraphOptionsC)):
         if init is None:  # an optional struct the loaded library predates
             continue

@@ -24,8 +24,8 @@ import threading
 
 import numpy as np
 
-from ._lib import (ActLayout, Boundary, ExprOp, Fusion, GraphOptionsC, GraphPlanStatsC, Reduce, Resample,
-                   Status, StencilC, TensorInfoC, lib, PS_GRAPH_NO_INLINE, PS_GRAPH_NO_EPILOGUE, PS_POINTWISE_MAX_INPUTS)
+from ._lib import (ActLayout, Boundary, ConvStageC, ExprOp, Fusion, GraphOptionsC, GraphPlanStatsC, PoolStageC, Reduce,
+                   Resample, Status, StencilC, TensorInfoC, lib, PS_GRAPH_NO_INLINE, PS_GRAPH_NO_EPILOGUE, PS_POINTWISE_MAX_INPUTS)
 from ._lib import has_symbol as _lib_has, path as _lib_path
 from .core import (Context, Error, _LAYOUTS, _Owner, _aligned_empty, _arg_error, _check, _check_array,
                    _check_disjoint, _enum, _int, _int_range, _pair, _snprintf_call, default_context)
@@ -228,7 +228,7 @@ def floor(a):
 
 # ----------------------------------------------------------------- tensors
 
-_BOUNDARIES = {"zero": Boundary.ZERO, "clamp": Boundary.CLAMP, "valid": Boundary.VALID}
+_BOUNDARIES = {"zero": Boundary.ZERO, "clamp": Boundary.CLAMP, "valid": Boundary.VALID, "ignore": Boundary.IGNORE}
 _REDUCES = {"sum": Reduce.SUM, "max": Reduce.MAX, "min": Reduce.MIN}
 _RESAMPLES = {"up2_nearest": Resample.UP2_NEAREST, "up2_bilinear": Resample.UP2_BILINEAR,
               "down2_average": Resample.DOWN2_AVERAGE}
@@ -338,6 +338,16 @@ def _floats(name, v, ndims):
         raise _arg_error("%s must have %s dimension%s (got shape %s)" % (
             name, " or ".join(map(str, ndims)), "" if ndims == (1,) else "s", a.shape))
     return a
+
+
+def _pads(padding):
+    """(top, bottom, left, right) from an int, (h, w) or four values."""
+    if isinstance(padding, (tuple, list)) and len(padding) == 4:
+        p = tuple(padding)
+    else:
+        ph, pw = _pair("padding", padding)
+        p = (ph, ph, pw, pw)
+    return tuple(_int_range("padding", v, _INT_MIN, _INT_MAX) for v in p)
 
 
 def _fptr(a):
@@ -538,6 +548,108 @@ class Graph:
         return self._add(lib.ps_graph_add_resample, _name(name), self._tensor(input, "input"),
                          _enum("resampling", kind, _RESAMPLES, Resample),
                          _enum("boundary", boundary, _BOUNDARIES, Boundary))
+
+    # -- deep-learning stages (graph_dl.h)
+
+    def conv(self, input, weights, bias=None, stride=1, padding=0, dilation=1, groups=1, name=None):
+        """PyTorch's Conv2d: weights (K, C/groups, R, S); bias None or K values;
+        stride, dilation: an int or (h, w); padding: an int, (h, w) or
+        (top, bottom, left, right). groups: 1 (dense) or C = K (depthwise).
+        The output (OH x OW from (0, 0)) reads input row
+        stride*y - pad_top + dilation*r; reads outside the input are 0."""
+        _need("ps_graph_add_conv")
+        t_in = self._tensor(input, "input")
+        w = _floats("conv weights", weights, 4)
+        k = w.shape[0]
+        b = None
+        if bias is not None:
+            b = _floats("conv bias", bias, 1)
+            if b.shape[0] != k:
+                raise _arg_error("conv bias has %d values for K = %d" % (b.shape[0], k))
+        c = self._info_checked(t_in, "input").shape[3]
+        g = _int("groups", groups)
+        if g >= 1 and c % g == 0 and w.shape[1] != c // g:
+            raise _arg_error("conv weights must be (K, C/groups, R, S) = (%d, %d, R, S) (got %s)" % (k, c // g, w.shape))
+        cv = ConvStageC()
+        lib.ps_conv_stage_init(ctypes.byref(cv))
+        cv.input = t_in
+        cv.k = k
+        cv.groups = g
+        cv.r, cv.s = w.shape[2], w.shape[3]
+        cv.stride_h, cv.stride_w = (_int_range("stride", v, _INT_MIN, _INT_MAX) for v in _pair("stride", stride))
+        cv.dilation_h, cv.dilation_w = (_int_range("dilation", v, _INT_MIN, _INT_MAX) for v in _pair("dilation", dilation))
+        cv.pad_top, cv.pad_bottom, cv.pad_left, cv.pad_right = _pads(padding)
+        cv.weights = _fptr(w)
+        if b is not None:
+            cv.bias = _fptr(b)
+        return self._add(lib.ps_graph_add_conv, _name(name), ctypes.byref(cv))
+
+    def pool(self, input, kind, kernel, stride=None, padding=0, ceil_mode=False, name=None):
+        """PyTorch's MaxPool2d / AvgPool2d (count_include_pad): kind "max" or
+        "avg"; kernel, stride (default: the kernel) an int or (h, w); padding
+        an int, (h, w) or (top, bottom, left, right). Max pooling's padding
+        takes no part in the maximum."""
+        _need("ps_graph_add_pool")
+        kinds = {"max": 0, "avg": 1}
+        if kind not in kinds:
+            raise _arg_error("pool kind must be 'max' or 'avg' (got %r)" % (kind,))
+        r, s_ = _pair("kernel", kernel)
+        sh, sw = _pair("stride", stride if stride is not None else kernel)
+        p = PoolStageC()
+        lib.ps_pool_stage_init(ctypes.byref(p))
+        p.input = self._tensor(input, "input")
+        p.kind = kinds[kind]
+        p.r, p.s = _int_range("kernel", r, _INT_MIN, _INT_MAX), _int_range("kernel", s_, _INT_MIN, _INT_MAX)
+        p.stride_h, p.stride_w = _int_range("stride", sh, _INT_MIN, _INT_MAX), _int_range("stride", sw, _INT_MIN, _INT_MAX)
+        p.pad_top, p.pad_bottom, p.pad_left, p.pad_right = _pads(padding)
+        p.ceil_mode = int(bool(ceil_mode))
+        return self._add(lib.ps_graph_add_pool, _name(name), ctypes.byref(p))
+
+    def batchnorm(self, input, mean, var, gamma=None, beta=None, eps=1e-5, name=None):
+        """BatchNorm2d in eval mode: (x - mean) * gamma / sqrt(var + eps) + beta,
+        per channel (gamma, beta: None for 1 and 0). Folded into a preceding
+        convolution that nothing else reads."""
+        _need("ps_graph_add_batchnorm")
+        t_in = self._tensor(input, "input")
+        c = self._info_checked(t_in, "input").shape[3]
+        arrs = []
+        for what, v in (("mean", mean), ("var", var), ("gamma", gamma), ("beta", beta)):
+            if v is None:
+                arrs.append(None)
+                continue
+            a = _floats("batchnorm " + what, v, 1)
+            if a.shape[0] != c:
+                raise _arg_error("batchnorm %s has %d values for %d channels" % (what, a.shape[0], c))
+            arrs.append(a)
+        if arrs[0] is None or arrs[1] is None:
+            raise _arg_error("batchnorm needs mean and var")
+        return self._add(lib.ps_graph_add_batchnorm, _name(name), t_in,
+                         *(_fptr(a) if a is not None else None for a in arrs), float(eps))
+
+    def concat(self, inputs, name=None):
+        """torch.cat along channels: the channels of inputs[0], then inputs[1], ...
+        (2 to 16 tensors with the same images and domain)."""
+        _need("ps_graph_add_concat")
+        inputs = list(inputs)
+        ids = (ctypes.c_int * len(inputs))(*(self._tensor(t, "input %d" % i) for i, t in enumerate(inputs)))
+        return self._add(lib.ps_graph_add_concat, _name(name), len(inputs), ids)
+
+    def global_avg_pool(self, input, name=None):
+        """AdaptiveAvgPool2d(1): the mean over the domain, one pixel."""
+        _need("ps_graph_add_global_avg_pool")
+        return self._add(lib.ps_graph_add_global_avg_pool, _name(name), self._tensor(input, "input"))
+
+    def relu(self, input, name=None):
+        """max(x, 0)."""
+        return self.pointwise(maximum(inp(0), 0.0), input, name=name)
+
+    def relu6(self, input, name=None):
+        """min(max(x, 0), 6)."""
+        return self.pointwise(minimum(maximum(inp(0), 0.0), 6.0), input, name=name)
+
+    def add(self, a, b, name=None):
+        """a + b (the residual add)."""
+        return self.pointwise(inp(0) + inp(1), a, b, name=name)
 
     def output(self, tensor, layout="nhwc", region=None):
         """Makes `tensor` a graph output (numbered in the order of these
