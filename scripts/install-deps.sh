@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(libisl-dev libxsmm-dev libhwloc-dev libdnnl-dev cmake gcc g++ pkg-config make
-          python3-numpy python3-pytest python3-torch python3-halide)
+          python3-numpy python3-pytest python3-torch python3-torchvision python3-halide)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

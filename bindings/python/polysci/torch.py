@@ -89,7 +89,10 @@ class _Converter:
         return t.shape[3]
 
     def convert(self):
-        gm = torch.fx.symbolic_trace(self.module)
+        try:
+            gm = torch.fx.symbolic_trace(self.module)
+        except Exception as e:  # torch.fx.proxy.TraceError and what tracing raises from user code
+            raise Error(Status.ERR_UNSUPPORTED, "polysci.torch: torch.fx cannot trace %s: %s" % (self.name, e)) from e
         inputs = 0
         outputs = []
         for node in gm.graph.nodes:
