@@ -30,6 +30,8 @@ int cmd_pipeline(int argc, char **argv);
 int cli_bench_pipeline(int argc, char **argv);
 /* polysci bench stencil (cmd_bench_stencil.c), dispatched by cmd_bench. */
 int cli_bench_stencil(int argc, char **argv);
+/* polysci bench chain (cmd_bench_chain.c), dispatched by cmd_bench. */
+int cli_bench_chain(int argc, char **argv);
 int cmd_stencil(int argc, char **argv);
 
 /* Names of the ps_ranker values, in enum order ("default", "cost", "dnn", "none", "volume"). */

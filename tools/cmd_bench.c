@@ -1421,8 +1421,10 @@ int cmd_bench(int argc, char **argv)
         "       polysci bench gemm --layers FILE [options]   time GEMMs\n"
         "       polysci bench pipeline [options]             time stage-graph pipelines against Halide\n"
         "       polysci bench stencil [options]              time iterated stencils against Halide\n"
+        "       polysci bench chain [options]                time fused deep-learning blocks against oneDNN\n"
         "See 'polysci bench conv --help'.\n";
     if (argc > 1 && !strcmp(argv[1], "pipeline")) return cli_bench_pipeline(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "stencil")) return cli_bench_stencil(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "chain")) return cli_bench_chain(argc - 1, argv + 1);
     return cli_dispatch_op("bench", usage, argc, argv, bench_op);
 }
