@@ -100,7 +100,7 @@ void ref_conv_fwd(const ps_conv_desc *c, const float *src, const float *weights,
     int64_t OH = 0, OW = 0;
     if (!ref_conv_out_size(c, &OH, &OW)) return;
     const int use_bias = (c->post_ops & PS_POST_BIAS) != 0;
-    const int use_relu = (c->post_ops & PS_POST_RELU) != 0;
+    const int use_relu = (c->post_ops & (PS_POST_RELU | PS_POST_RELU6)) != 0, use_relu6 = (c->post_ops & PS_POST_RELU6) != 0;
     if (L) *L = c->C * c->R * c->S + (use_bias ? 1 : 0);
     for (int64_t n = 0; n < c->N; n++)
         for (int64_t k = 0; k < c->K; k++)
@@ -128,6 +128,7 @@ void ref_conv_fwd(const ps_conv_desc *c, const float *src, const float *weights,
                         m += fabs((double)bias[k]);
                     }
                     if (use_relu && acc < 0) acc = 0;
+                    if (use_relu6 && acc > 6) acc = 6;
                     const int64_t o = ref_act_index(c->layout, c->K, OH, OW, n, k, oh, ow);
                     dst[o] = acc;
                     mag[o] = m;

@@ -282,8 +282,9 @@ static void test_desc(ps_context *ctx)
         CONV_FIELD_ERR(weight_layout, (ps_weight_layout)(bad_layouts[i] == 2 ? 3 : bad_layouts[i]),
                        PS_ERR_INVALID_ARG);
     }
-    CONV_FIELD_ERR(post_ops, 4u, PS_ERR_INVALID_ARG);
-    CONV_FIELD_ERR(post_ops, PS_POST_BIAS | 8u, PS_ERR_INVALID_ARG);
+    CONV_FIELD_ERR(post_ops, 8u, PS_ERR_INVALID_ARG);
+    CONV_FIELD_ERR(post_ops, PS_POST_RELU | PS_POST_RELU6, PS_ERR_INVALID_ARG);
+    CONV_FIELD_ERR(post_ops, PS_POST_BIAS | 16u, PS_ERR_INVALID_ARG);
     CONV_FIELD_ERR(post_ops, 0x80000000u, PS_ERR_INVALID_ARG);
     /* buffers whose element or byte counts overflow int64/size_t */
     {

@@ -46,7 +46,8 @@ static void print_shape(FILE *f, const ps_conv_desc *d)
             d->N, d->C, d->K, d->H, d->W, d->R, d->S, d->stride_h, d->stride_w, d->pad_top,
             d->pad_bottom, d->pad_left, d->pad_right, d->dilation_h, d->dilation_w,
             layout_name(d->layout), wlayout_name(d->weight_layout),
-            (d->post_ops & PS_POST_BIAS) ? "bias" : "-", (d->post_ops & PS_POST_RELU) ? "+relu" : "");
+            (d->post_ops & PS_POST_BIAS) ? "bias" : "-",
+            (d->post_ops & PS_POST_RELU) ? "+relu" : (d->post_ops & PS_POST_RELU6) ? "+relu6" : "");
 }
 
 static double conv_cost(const ps_conv_desc *d)
@@ -167,7 +168,10 @@ static ps_conv_desc random_shape(tu_rng *r, int i)
         ps_conv_desc d = base_desc();
         d.layout = (ps_act_layout)(i % 2);
         d.weight_layout = (ps_weight_layout)((i / 2) % 3);
-        d.post_ops = (unsigned)((i / 6) % 4);
+        /* none, bias, relu, bias + relu, relu6, bias + relu6 */
+        static const unsigned posts[6] = {0u, PS_POST_BIAS, PS_POST_RELU, PS_POST_BIAS | PS_POST_RELU, PS_POST_RELU6,
+                                          PS_POST_BIAS | PS_POST_RELU6};
+        d.post_ops = posts[(i / 6) % 6];
         d.N = tu_pick(r, Ns, 5);
         d.C = tu_pick(r, Cs, (int)(sizeof Cs / sizeof Cs[0]));
         d.K = tu_pick(r, Ks, (int)(sizeof Ks / sizeof Ks[0]));

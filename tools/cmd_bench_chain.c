@@ -334,16 +334,21 @@ int cli_bench_chain(int argc, char **argv)
 {
     static const char cmd[] = "bench chain";
     const char *sets_arg = "mobilenet_v2,resnet50,resnet18,vgg16", *blocks_arg = NULL, *csv = NULL, *md = NULL;
+    const char *impls_arg = "polysci-dp,polysci-none,onednn,onednn-dwfused";
     int64_t N = 1, threads = 2, rounds = 3, reps = 10, seed = 1;
+    int describe = 0;
     cli_opt opts[] = {
         {"sets", CLI_OPT_STRING, &sets_arg, 0, 0,
          "LIST  mobilenet_v2, resnet50, resnet18, vgg16, mobilenet_v2_body, resnet50_body (default the four block sets)", 0},
         {"blocks", CLI_OPT_STRING, &blocks_arg, 0, 0, "LIST  only these blocks (names as printed)", 0},
+        {"impls", CLI_OPT_STRING, &impls_arg, 0, 0,
+         "LIST  implementations timed (default all: polysci-dp, polysci-none, onednn, onednn-dwfused)", 0},
         {"N", CLI_OPT_INT, &N, 1, 64, "N  images (default 1)", 0},
         {"threads", CLI_OPT_INT, &threads, 1, 4096, "T  threads of every implementation (default 2)", 0},
         {"rounds", CLI_OPT_INT, &rounds, 1, MAX_ROUNDS, "R  rounds, each implementation once per round (default 3)", 0},
         {"reps", CLI_OPT_INT, &reps, 1, 100000, "R  timed executions per implementation and round (default 10)", 0},
         {"seed", CLI_OPT_INT, &seed, 0, INT64_MAX, "S  seed of the weights and the input (default 1)", 0},
+        {"describe", CLI_OPT_FLAG, &describe, 0, 0, "print each block's DP plan (groups, tiles, costs) to stderr", 0},
         {"csv", CLI_OPT_STRING, &csv, 0, 0, "FILE  one row per block, implementation and round", 0},
         {"markdown", CLI_OPT_STRING, &md, 0, 0, "FILE  the summary table", 0},
     };
@@ -365,6 +370,15 @@ int cli_bench_chain(int argc, char **argv)
     int n_sets = cli_split_list(sbuf, sets, 6), n_only = blocks_arg ? cli_split_list(bbuf, only, 64) : 0;
     for (int i = 0; i < n_sets; i++)
         if (cli_choice(cmd, "--sets", sets[i], set_names, 6) < 0) return CLI_USAGE;
+    char ibuf[256];
+    snprintf(ibuf, sizeof ibuf, "%s", impls_arg);
+    char *impl_list[N_IMPLS];
+    int n_impl_list = cli_split_list(ibuf, impl_list, N_IMPLS), timed[N_IMPLS] = {0};
+    for (int i = 0; i < n_impl_list; i++) {
+        int k = cli_choice(cmd, "--impls", impl_list[i], impl_names, N_IMPLS);
+        if (k < 0) return CLI_USAGE;
+        timed[k] = 1;
+    }
     omp_set_num_threads((int)threads);
     ps_context *ctx = NULL;
     if (cli_context_create((int)threads, &ctx)) return CLI_FAIL;
@@ -435,6 +449,14 @@ int cli_bench_chain(int argc, char **argv)
                 }
             }
             if (st) status = cli_report_status("ps_graph_plan_create", st);
+            if (!status && describe) {
+                size_t need = 0;
+                ps_graph_plan_describe(gp[0], NULL, 0, &need);
+                char *text = malloc(need + 1);
+                if (text && ps_graph_plan_describe(gp[0], text, need + 1, NULL) == PS_SUCCESS)
+                    fprintf(stderr, "%s: %s\n", b->name, text);
+                free(text);
+            }
             size_t ws_bytes = 0;
             void *ws = NULL;
             for (int f = 0; f < 2 && !status; f++) {
@@ -476,6 +498,8 @@ int cli_bench_chain(int argc, char **argv)
             for (int r = 0; r < rounds && !status; r++)
                 for (int k = 0; k < N_IMPLS; k++) {
                     int im = (k + r) % N_IMPLS;
+                    med[im][r] = NAN;
+                    if (!timed[im]) continue;
                     for (int rep = -2; rep < reps; rep++) {
                         double t0 = 0;
                         if (im >= 2) {

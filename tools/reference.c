@@ -133,7 +133,8 @@ int ref_conv_fwd(const ps_conv_desc *d, const float *src, const float *weights,
                                 int64_t k = k0 + kk;
                                 double v = acc[(size_t)o * CONV_KB + (size_t)kk];
                                 if (d->post_ops & PS_POST_BIAS) v += (double)bias[k];
-                                if ((d->post_ops & PS_POST_RELU) && v < 0.0) v = 0.0;
+                                if ((d->post_ops & (PS_POST_RELU | PS_POST_RELU6)) && v < 0.0) v = 0.0;
+                                if ((d->post_ops & PS_POST_RELU6) && v > 6.0) v = 6.0;
                                 size_t at = d->layout == PS_LAYOUT_NCHW
                                                 ? (size_t)(((n * K + k) * OH + oh) * OW + ow)
                                                 : (size_t)(((n * OH + oh) * OW + ow) * K + k);

@@ -37,6 +37,7 @@ typedef enum ps_weight_layout {
 /* Epilogue flags, applied while the output tile is in cache. */
 #define PS_POST_BIAS 1u /* dst[k] += bias[k] */
 #define PS_POST_RELU 2u /* dst = max(dst, 0), after bias */
+#define PS_POST_RELU6 4u /* dst = min(max(dst, 0), 6), after bias (MobileNet's activation) */
 
 typedef struct ps_conv_desc {
     int64_t N, C, K;            /* batch, input channels, output channels */

@@ -134,6 +134,7 @@ static void stage_row(const ps_graph_plan *pl, int s, int64_t c, int64_t y, int6
             float *dp = dst + (a - x0);
             if (S->reduce == PS_REDUCE_SUM) K->sum(dp, np, tb->src, wts, S->n_taps, S->sx, S->bias ? S->bias[c] : 0.0f);
             else K->maxmin(dp, np, tb->src, wts, S->n_taps, S->sx, S->reduce == PS_REDUCE_MAX);
+            if (S->act) K->clamp(dp, np, S->act_lo, S->act_hi);
         }
         return;
     }
@@ -141,6 +142,7 @@ static void stage_row(const ps_graph_plan *pl, int s, int64_t c, int64_t y, int6
         for (int64_t ci = 0; ci < S->in_c; ci++)
             tb->src[ci] = fetch(&in[0], ci, y, x0, w, PS_BOUNDARY_CLAMP, tb->staging + ci * w, tb->zeros);
         K->sum(dst, w, tb->src, S->mix_w + c * S->in_c, (int)S->in_c, 1, S->bias ? S->bias[c] : 0.0f);
+        if (S->act) K->clamp(dst, w, S->act_lo, S->act_hi);
         return;
     case PS_NODE_RESAMPLE: {
         int64_t j0 = floor_div(x0, 2), j1 = floor_div(x0 + w - 1, 2);
@@ -264,6 +266,7 @@ static void px_tap_row(const ps_graph_plan *pl, int s, int64_t y, int64_t x0, in
             for (int t = 0; t < S->n_taps; t++) tb->src[t] = tb->rowp[X->tap_row[t]] + (S->dx[t] - X->dx_min) * C;
             if (S->reduce == PS_REDUCE_SUM) pl->k->px_sum(dp, np, C, K, tb->src, S->pxw, S->n_taps, S->sx * C, S->bias);
             else pl->k->px_maxmin(dp, np, C, K, tb->src, S->pxw, S->n_taps, S->sx * C, S->reduce == PS_REDUCE_MAX);
+            if (S->act) pl->k->clamp(dp, np * K, S->act_lo, S->act_hi);
             continue;
         }
         for (int t = 0; t < S->n_taps; t++) tb->src[t] = S->w + (size_t)t * (size_t)(C * K);
@@ -278,6 +281,7 @@ static void px_tap_row(const ps_graph_plan *pl, int s, int64_t y, int64_t x0, in
             for (int t = 0; t < S->n_taps; t++)
                 tb->bptr[t] = tb->rowp[X->tap_row[t]] + (S->sx * i + S->dx[t] - X->dx_min) * C;
             X->conv_k[nb](tb->src, tb->bptr, o, &count);
+            if (S->act) pl->k->clamp(o, nb * K, S->act_lo, S->act_hi);
         }
     }
 }
@@ -381,6 +385,7 @@ static void compute_stage(const ps_graph_plan *pl, int s, const ps_box *B, const
             for (int64_t k = 0; k < S->c; k++) {
                 float *d = dst_row(out, k, y, B->x0, tb->temp);
                 K->sum(d, w, tb->src, S->mix_w + k * S->in_c, (int)S->in_c, 1, S->bias ? S->bias[k] : 0.0f);
+                if (S->act) K->clamp(d, w, S->act_lo, S->act_hi);
                 put_row(out, k, y, B->x0, w, d);
             }
         }
@@ -689,50 +694,85 @@ static void run_tile(const ps_graph_plan *pl, const ps_gx_group *g, int64_t n, i
 
 static size_t round16(size_t v) { return (v + 15) & ~(size_t)15; }
 
+/* A group that is one convolution run as a layer plan (graph_exec.h): the
+ * whole tensor at once, the plan's own threads. */
+static void run_layer_group(const ps_graph_plan *pl, const ps_gx_group *g, const float *const *inputs,
+                            float *const *outputs, float *ws)
+{
+    const ps_pstage *S = &pl->pipe.st[g->mem[0].stage];
+    const float zero = 0.0f;
+    view in = memory_view(pl, S->in[0], 0, inputs, outputs, ws, 0, &zero);
+    view out = memory_view(pl, g->mem[0].stage, 0, inputs, outputs, ws, S->output_index >= 0, &zero);
+    ps_exec_args a;
+    ps_exec_args_init(&a);
+    a.src = in.base;
+    a.weights = g->layer_weights;
+    a.bias = S->bias;
+    a.dst = out.base;
+    ps_plan_execute(g->layer, &a); /* checked at plan time: the arguments are the plan's own */
+    if (g->layer_clamp) {
+        const int64_t rows = S->n * S->dom.h, len = S->dom.w * S->c;
+#pragma omp parallel for num_threads(pl->nthreads) schedule(static)
+        for (int64_t r = 0; r < rows; r++) pl->k->clamp(out.base + r * len, len, S->act_lo, S->act_hi);
+    }
+}
+
 void ps_graph_run(const ps_graph_plan *pl, const float *const *inputs, float *const *outputs, float *workspace)
 {
     float *threads_area = workspace + round16(pl->ws_tensor_floats);
+    /* Runs of tiled groups share one parallel region; a layer group runs
+     * between them with its plan's own. */
+    for (int g0 = 0; g0 < pl->n_groups;) {
+        if (pl->groups[g0].layer) {
+            run_layer_group(pl, &pl->groups[g0], inputs, outputs, workspace);
+            g0++;
+            continue;
+        }
+        int g1 = g0;
+        while (g1 < pl->n_groups && !pl->groups[g1].layer) g1++;
 #pragma omp parallel num_threads(pl->nthreads)
-    {
-        /* The thread's area: member scratch, staging rows, temporary rows,
-         * expression registers, a row of zeros, the tile's boxes. */
-        float *area = threads_area + (size_t)omp_get_thread_num() * pl->thread_floats;
-        size_t off = pl->thread_floats - pl->staging_floats - 2 * pl->temp_floats - pl->regs_floats - pl->fused_floats -
-                     3 * pl->zero_floats - pl->boxes_floats;
-        thread_bufs tb;
-        tb.area = area;
-        tb.staging = area + off;
-        off += pl->staging_floats;
-        tb.temp = area + off;
-        off += pl->temp_floats;
-        tb.vrow = area + off;
-        off += pl->temp_floats;
-        tb.regs = area + off;
-        off += pl->regs_floats;
-        tb.fused = area + off;
-        off += pl->fused_floats;
-        memset(area + off, 0, pl->zero_floats * sizeof(float));
-        tb.zeros = area + off;
-        off += pl->zero_floats;
-        for (size_t i = 0; i < pl->zero_floats; i++) {
-            area[off + i] = -INFINITY;
-            area[off + pl->zero_floats + i] = INFINITY;
-        }
-        tb.ninf = area + off;
-        tb.pinf = area + off + pl->zero_floats;
-        off += 2 * pl->zero_floats;
-        ps_box *boxes = (ps_box *)(void *)(area + off);
-        for (int gi = 0; gi < pl->n_groups; gi++) {
-            const ps_gx_group *g = &pl->groups[gi];
-            int64_t per_image = g->gy * g->gx, total = per_image * g->images;
-#pragma omp for schedule(dynamic, 1)
-            for (int64_t id = 0; id < total; id++) {
-                int64_t n = id / per_image, r = id % per_image;
-                run_tile(pl, g, n, g->ti0 + r / g->gx, g->tj0 + r % g->gx, inputs, outputs, workspace, &tb, boxes);
+        {
+            /* The thread's area: member scratch, staging rows, temporary rows,
+             * expression registers, a row of zeros, the tile's boxes. */
+            float *area = threads_area + (size_t)omp_get_thread_num() * pl->thread_floats;
+            size_t off = pl->thread_floats - pl->staging_floats - 2 * pl->temp_floats - pl->regs_floats - pl->fused_floats -
+                         3 * pl->zero_floats - pl->boxes_floats;
+            thread_bufs tb;
+            tb.area = area;
+            tb.staging = area + off;
+            off += pl->staging_floats;
+            tb.temp = area + off;
+            off += pl->temp_floats;
+            tb.vrow = area + off;
+            off += pl->temp_floats;
+            tb.regs = area + off;
+            off += pl->regs_floats;
+            tb.fused = area + off;
+            off += pl->fused_floats;
+            memset(area + off, 0, pl->zero_floats * sizeof(float));
+            tb.zeros = area + off;
+            off += pl->zero_floats;
+            for (size_t i = 0; i < pl->zero_floats; i++) {
+                area[off + i] = -INFINITY;
+                area[off + pl->zero_floats + i] = INFINITY;
             }
-            /* before the barrier that ends the loop: the next group reads
-             * what this one streamed */
-            pl->k->stream_fence();
+            tb.ninf = area + off;
+            tb.pinf = area + off + pl->zero_floats;
+            off += 2 * pl->zero_floats;
+            ps_box *boxes = (ps_box *)(void *)(area + off);
+            for (int gi = g0; gi < g1; gi++) {
+                const ps_gx_group *g = &pl->groups[gi];
+                int64_t per_image = g->gy * g->gx, total = per_image * g->images;
+#pragma omp for schedule(dynamic, 1)
+                for (int64_t id = 0; id < total; id++) {
+                    int64_t n = id / per_image, r = id % per_image;
+                    run_tile(pl, g, n, g->ti0 + r / g->gx, g->tj0 + r % g->gx, inputs, outputs, workspace, &tb, boxes);
+                }
+                /* before the barrier that ends the loop: the next group reads
+                 * what this one streamed */
+                pl->k->stream_fence();
+            }
         }
+        g0 = g1;
     }
 }

@@ -18,6 +18,7 @@
 #include "fusion/fusion.h"
 #include "kernels/kernels.h"
 #include "polysci/graph.h"
+#include "polysci/plan.h"
 #include "tiling/tiling.h"
 
 typedef struct ps_gx_member {
@@ -49,6 +50,13 @@ typedef struct ps_gx_member {
 typedef struct ps_gx_group {
     int n;
     ps_gx_member *mem;
+    /* A convolution alone in its group, reading and writing whole NHWC
+     * tensors, runs as a layer plan (plan.h: PolyScientist's outer loops
+     * around LIBXSMM kernels, K and C blocked for the caches) instead of
+     * row by row; NULL otherwise. */
+    struct ps_plan *layer;
+    void *layer_weights;   /* packed for it */
+    int layer_clamp;       /* clamp its output afterwards (an activation other than ReLU) */
     int64_t ty, tx;        /* reference tile */
     int64_t band;          /* reference rows per band: tiles run as bands of rows (multi-level tiling) */
     int64_t ti0, tj0, gy, gx; /* tile grid: indices ti0 .. ti0 + gy - 1, tj0 .. tj0 + gx - 1 */
@@ -94,7 +102,6 @@ typedef struct ps_gx_stage {
     /* convolution on pixel rows: batch-reduce GEMMs over the taps of n
      * output pixels (m = K, k = C, ldb = stride * C, ldc = K, beta 1 over a
      * bias-filled block), conv_k[n] for n = 1 .. PS_CONV_NB */
-#define PS_CONV_NB 16
     libxsmm_smmfunction_reducebatch_addr conv_k[PS_CONV_NB + 1];
 } ps_gx_stage;
 

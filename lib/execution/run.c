@@ -65,6 +65,7 @@ static void zero_tile(float *c, int64_t m, int64_t n, int64_t ldc)
     for (int64_t j = 0; j < n; j++) memset(c + j * ldc, 0, (size_t)m * sizeof *c);
 }
 
+/* relu: 0 none, 1 max(x, 0), 2 min(max(x, 0), 6) */
 static void epilogue(float *c, int64_t m, int64_t n, int64_t ldc, const float *bias, int relu)
 {
     for (int64_t j = 0; j < n; j++) {
@@ -73,6 +74,8 @@ static void epilogue(float *c, int64_t m, int64_t n, int64_t ldc, const float *b
             for (int64_t i = 0; i < m; i++) col[i] += bias[i];
         if (relu)
             for (int64_t i = 0; i < m; i++) col[i] = col[i] > 0.0f ? col[i] : 0.0f;
+        if (relu == 2)
+            for (int64_t i = 0; i < m; i++) col[i] = col[i] < 6.0f ? col[i] : 6.0f;
     }
 }
 
@@ -124,7 +127,7 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
     const float *wblk = t->wei + kb * e->m_rows[0] * c->R * c->S * c->C;
     const int64_t row_floats = c->W * c->C, img = n * c->H * row_floats - t->src_shift; /* offsets in src */
     const float *bias = (e->post_ops & PS_POST_BIAS) ? t->bias + kb * e->ks.m : NULL;
-    const int relu = (e->post_ops & PS_POST_RELU) != 0;
+    const int relu = (e->post_ops & PS_POST_RELU6) ? 2 : (e->post_ops & PS_POST_RELU) != 0;
 
     const int64_t ow_a = owb * e->ks.n, ow_w = min64(e->ks.n, c->OW - ow_a);
     float *cblk = t->dst + ((n * c->OH + oh) * c->OW + ow_a) * c->K + kb * e->ks.m;

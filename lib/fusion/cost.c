@@ -20,6 +20,18 @@ void ps_cost_model_init(ps_cost_model *cm, const ps_machine *m, int threads)
      * expression operand from L1): two loads per cycle feed one FMA pipe's
      * worth of work, about half the FMA peak. */
     cm->flops = 0.5 * peak * 1e9 * cm->cores;
+    /* measured on the benchmark blocks (docs/perf/chains.md): layer plans at
+     * 0.8-0.95 of the peak, row-wise batch-reduce GEMMs at 0.55-0.7 */
+    cm->conv_layer_flops = 0.85 * peak * 1e9 * cm->cores;
+    cm->conv_row_flops = 0.6 * peak * 1e9 * cm->cores;
+    cm->l2_bandwidth = 4.0 * bw * 1e9 * cm->cores;
+    cm->llc_bandwidth = 2.0 * bw * 1e9 * cm->cores;
+    for (int i = 0; i < m->n_levels; i++) {
+        if (m->levels[i].bandwidth_gbs <= 0) continue;
+        if (m->levels[i].level == 2) cm->l2_bandwidth = m->levels[i].bandwidth_gbs * 1e9 * cm->cores;
+        if (m->levels[i].level == m->levels[m->n_levels - 1].level && m->levels[i].level > 2)
+            cm->llc_bandwidth = m->levels[i].bandwidth_gbs * 1e9 * cm->cores;
+    }
     cm->w4 = 0.1;
     cm->innermost = 256;
     cm->cache[0] = ps_machine_cache_bytes(m, 1);
@@ -125,13 +137,28 @@ static int cost_for_tile(ps_fusion_state *fs, const ps_group_geom *g, double foo
     int64_t n_tiles = tiles * p->st[g->m[0]].n;
     double n_eff = ext_y / (double)ty * ext_x / (double)tx * images;
     double comp = 0, over = 0, share_pts = 0, bytes = 0, flops = 0, tile_comp = 0, tile_bytes = 0;
+    double conv_time = 0;
     for (int k = 0; k < g->n; k++) {
         const ps_pstage *S = &p->st[g->m[k]];
         double c = (double)S->c;
         double area = (double)forms[k].h * (double)forms[k].w, share = (double)forms[k].ay * (double)forms[k].ax;
         double pts = c * (share * n_eff + (area - share) * (double)n_tiles);
         comp += pts;
-        flops += pts * ps_stage_flops(S);
+        if (S->kind == PS_NODE_CONV && S->px) {
+            double f = pts * ps_stage_flops(S);
+            if (g->n == 1) {
+                conv_time += f / cm->conv_layer_flops;
+            } else {
+                /* a call per PS_CONV_NB pixels of a row, each streaming the weights */
+                double wbytes = 4.0 * (double)S->in_c * c * (double)S->n_taps;
+                double pixels = pts / c, row_w = (double)forms[k].w > 0 ? (double)forms[k].w : 1.0;
+                double calls = pixels / row_w * ceil(row_w / (double)PS_CONV_NB);
+                double bw = wbytes <= 0.5 * (double)cm->cache[1] ? cm->l2_bandwidth : cm->llc_bandwidth;
+                conv_time += f / cm->conv_row_flops + calls * wbytes / bw;
+            }
+        } else {
+            flops += pts * ps_stage_flops(S);
+        }
         over += (area - share) * c;
         share_pts += share * c;
         tile_comp += area * c;
@@ -166,7 +193,7 @@ static int cost_for_tile(ps_fusion_state *fs, const ps_group_geom *g, double foo
      * live-outs, arithmetic of every point computed (the overlap included),
      * stretched by the cores a last partial round of tiles leaves idle. */
     double t_mem = bytes / cm->bandwidth;
-    double t_comp = flops / cm->flops;
+    double t_comp = flops / cm->flops + conv_time;
     ev->cost = (t_mem + t_comp) * (1.0 + cm->w4 * ev->terms[3]) / balance;
     (void)footprint;
     (void)comp;

@@ -31,6 +31,14 @@
 typedef struct ps_cost_model {
     double bandwidth;     /* bytes/s from memory, all threads */
     double flops;         /* floating-point operations/s the row kernels sustain, all threads */
+    /* Convolutions (graph_dl.h): what their two executors sustain, all
+     * threads: a convolution alone in its group runs as a layer plan (K and
+     * C blocked, weights in cache, near the FMA peak); one fused with
+     * others runs a batch-reduce GEMM per PS_CONV_NB pixels of a row, which
+     * streams all its weights per call, from L2 when they fit half of it,
+     * else from the last-level cache. */
+    double conv_layer_flops, conv_row_flops;
+    double l2_bandwidth, llc_bandwidth; /* bytes/s, all threads */
     double w4;            /* weight of the extent spread */
     int64_t innermost;    /* innermost tile size (PolyMage's 256) */
     size_t cache[2];      /* L1, L2 bytes per core */

@@ -3,6 +3,7 @@
 #include "fusion/pipeline.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,6 +184,8 @@ static ps_status copy_node(const ps_graph *g, int t, int px, ps_pstage *s)
     }
     case PS_NODE_CONV: {
         s->in_c = nd->in_c;
+        s->conv_r = nd->conv_r, s->conv_s = nd->conv_s, s->dil_h = nd->dil_h, s->dil_w = nd->dil_w;
+        s->pad_t = nd->pad_t, s->pad_b = nd->pad_b, s->pad_l = nd->pad_l, s->pad_r = nd->pad_r;
         s->sy = nd->sy;
         s->sx = nd->sx;
         s->n_taps = nd->n_taps;
@@ -207,6 +210,7 @@ static ps_status copy_node(const ps_graph *g, int t, int px, ps_pstage *s)
             size_t C = (size_t)s->in_c, K = (size_t)nd->c;
             s->kind = PS_NODE_CONV;
             s->boundary = PS_BOUNDARY_ZERO;
+            s->conv_r = s->conv_s = s->dil_h = s->dil_w = 1;
             s->sy = s->sx = 1;
             s->n_taps = 1;
             s->dy = calloc(1, sizeof *s->dy);
@@ -347,6 +351,81 @@ static void fold_affine(ps_pstage *st, int n)
     }
 }
 
+/* Whether e is max(x, lo) or min(max(x, lo), hi) of input 0 with constant
+ * bounds (ReLU, ReLU6, clamps), in any operand order or as a clamp. */
+static int match_clamp(const ps_expr *e, float *lo, float *hi)
+{
+    const ps_expr *a, *b;
+    *lo = -INFINITY;
+    *hi = INFINITY;
+    if (e->op == PS_EXPR_CLAMP) {
+        if (e->arg[0]->op != PS_EXPR_INPUT || e->arg[0]->index != 0 || e->arg[1]->op != PS_EXPR_CONST ||
+            e->arg[2]->op != PS_EXPR_CONST)
+            return 0;
+        *lo = e->arg[1]->value;
+        *hi = e->arg[2]->value;
+        return *lo <= *hi;
+    }
+    for (int round = 0; round < 2; round++) {
+        if (e->op != PS_EXPR_MAX && e->op != PS_EXPR_MIN) return 0;
+        a = e->arg[0], b = e->arg[1];
+        if (a->op == PS_EXPR_CONST) {
+            const ps_expr *t = a;
+            a = b, b = t;
+        }
+        if (b->op != PS_EXPR_CONST) return 0;
+        if (e->op == PS_EXPR_MAX) {
+            if (*lo != -INFINITY) return 0;
+            *lo = b->value;
+        } else {
+            if (*hi != INFINITY) return 0;
+            *hi = b->value;
+        }
+        if (a->op == PS_EXPR_INPUT) return a->index == 0 && *lo <= *hi;
+        e = a;
+    }
+    return 0;
+}
+
+/* A clamp (ReLU, ReLU6) folded into the convolution or summing stencil it
+ * reads, when nothing else reads that stage and it is no output: applied
+ * to each output block while it is in L1, instead of a pass of its own. */
+static void fold_act(ps_pstage *st, int n)
+{
+    for (int t = 0; t < n; t++) {
+        ps_pstage *A = &st[t];
+        float lo, hi;
+        if (A->kind != PS_NODE_POINTWISE || A->n_in != 1 || !A->expr || !match_clamp(A->expr, &lo, &hi)) continue;
+        int p = A->in[0], readers = 0;
+        for (int q = p + 1; q < n; q++)
+            for (int j = 0; j < st[q].n_in; j++) readers += st[q].in[j] == p;
+        ps_pstage *P = &st[p];
+        int foldable = P->kind == PS_NODE_CONV || (P->kind == PS_NODE_STENCIL && P->reduce == PS_REDUCE_SUM) ||
+                       P->kind == PS_NODE_MIX;
+        if (readers != 1 || P->output_index >= 0 || !foldable || P->act || P->c != A->c) continue;
+        ps_pstage keep = *A;
+        keep.expr = NULL;
+        ps_expr_free(A->expr);
+        A->expr = NULL;
+        stage_release(A);
+        *A = *P;
+        memset(P, 0, sizeof *P);
+        P->kind = PS_NODE_POINTWISE; /* nothing reads it: dead */
+        P->output_index = P->input_index = -1;
+        size_t len = strlen(A->inlined);
+        snprintf(A->inlined + len, sizeof A->inlined - len, "%s%s", len ? "," : "", A->name);
+        memcpy(A->name, keep.name, sizeof A->name);
+        A->output_index = keep.output_index;
+        A->layout = keep.layout;
+        A->out_region = keep.out_region;
+        A->graph_tensor = keep.graph_tensor;
+        A->n_inlined++;
+        A->act = 1;
+        A->act_lo = lo;
+        A->act_hi = hi;
+    }
+}
+
 static int reads(const ps_pstage *s, int p)
 {
     for (int j = 0; j < s->n_in; j++)
@@ -371,6 +450,7 @@ ps_status ps_pipeline_build(const ps_graph *g, int inline_pointwise, ps_pipeline
     for (int t = 0; t < n && !rc; t++) rc = copy_node(g, t, px, &st[t]);
     if (rc) goto fail;
     fold_affine(st, n);
+    if (inline_pointwise) fold_act(st, n);
     for (int i = 0; i < g->n_inputs; i++) st[g->inputs[i]].input_index = i;
 
     /* Live: graph inputs, outputs and whatever an output reads. */

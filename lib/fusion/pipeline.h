@@ -37,6 +37,11 @@ typedef struct ps_pstage {
     float *pxw;              /* stencil on pixel rows: w[t * c + ch], every channel's (even when shared) */
     float *bias;             /* per output channel, or NULL: stencil, conv, channel mix */
     int affine;              /* a batch normalization (one-tap per-channel stencil) */
+    int act;                 /* conv, stencil: the output clamped to [act_lo, act_hi] as it is
+                                computed (a ReLU or ReLU6 stage folded in) */
+    float act_lo, act_hi;
+    /* conv: the filter as given (the layer planner runs a convolution alone) */
+    int conv_r, conv_s, dil_h, dil_w, pad_t, pad_b, pad_l, pad_r;
     /* channel mix */
     int64_t in_c;
     float *mix_w;            /* c x in_c */

@@ -160,6 +160,8 @@ ps_status ps_graph_add_conv(ps_graph *g, const char *name, const ps_conv_stage *
     } else {
         nd.kind = PS_NODE_CONV;
         nd.in_c = C;
+        nd.conv_r = cv->r, nd.conv_s = cv->s, nd.dil_h = cv->dilation_h, nd.dil_w = cv->dilation_w;
+        nd.pad_t = cv->pad_top, nd.pad_b = cv->pad_bottom, nd.pad_l = cv->pad_left, nd.pad_r = cv->pad_right;
         size_t nw = (size_t)cv->k * (size_t)C * taps;
         nd.w = malloc(nw * sizeof *nd.w);
         if (!nd.w) return oom(&nd, who);

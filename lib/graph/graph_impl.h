@@ -64,6 +64,7 @@ typedef struct ps_node {
                               into its producer's weights */
     int dl;                /* made by a graph_dl.h call: the graph keeps its tensors channels-last */
     int64_t in_c;          /* conv: input channels */
+    int conv_r, conv_s, dil_h, dil_w, pad_t, pad_b, pad_l, pad_r; /* conv: the filter as given */
     /* pointwise */
     ps_expr *expr;
     /* channel mix: c outputs from in[0]'s channels */

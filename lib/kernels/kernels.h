@@ -23,6 +23,11 @@
  * keeps R KiB in L1. */
 #define PS_VCHUNK 256
 
+/* Output pixels of one batch-reduce GEMM call of a convolution on pixel
+ * rows (the executor's register-blocked n; each call streams all the
+ * convolution's weights, which the fusion cost model charges). */
+#define PS_CONV_NB 16
+
 /* One operation of a lowered pointwise expression. Operands are registers
  * (>= 0), the expression's inputs (PS_VOP_INPUT(i)) or constants
  * (PS_VOP_CONST, value in k[]). dst is a register, or PS_VOP_OUT for the
@@ -110,6 +115,8 @@ typedef struct ps_row_kernels {
      * per-channel affine maps of deep-learning graphs. */
     void (*px_sum)(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *src, const float *w,
                    int n_taps, int64_t step, const float *bias);
+    /* out[i] = min(max(out[i], lo), hi), i < n */
+    void (*clamp)(float *restrict out, int64_t n, float lo, float hi);
     /* the same with max (or min) over t of w[t * C + c] * src[t][i * step + c] */
     void (*px_maxmin)(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *src, const float *w,
                       int n_taps, int64_t step, int is_max);

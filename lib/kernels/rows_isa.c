@@ -221,44 +221,61 @@ static void maxmin_rows(float *restrict out, int64_t n, const float *const *src,
 
 /* --------------------------------------------- pixel rows (channels last) */
 
-/* Depthwise stencils over pixel rows: for every pixel one pass over its
- * channels, 64 at a time in four accumulators kept across all taps (one
- * store per output vector, not one per tap), then 16, then single
- * channels. Weights are [t][c]: a tap's channels contiguous, like the
- * pixels'. */
+/* Depthwise stencils over pixel rows. Channels run 16 at a time (one
+ * vector) and pixels four at a time: four accumulators, one per pixel, held
+ * across all taps, so each tap's weight vector is loaded once for four
+ * FMAs (1.25 loads per FMA instead of 2, and four independent FMA chains
+ * instead of one dependent chain per vector). Eight channels of a remainder
+ * go through half vectors, the last few through scalars. Weights are
+ * [t][c]: a tap's channels contiguous, like the pixels'. */
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));
+static inline v8 ld8(const float *p) { return *(const v8u *)p; }
+static inline void st8(float *p, v8 v) { *(v8u *)p = v; }
+
 static void px_sum_rows(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *src, const float *w,
                         int n_taps, int64_t step, const float *bias)
 {
-    for (int64_t i = 0; i < n; i++) {
-        float *o = out + i * ops;
-        const int64_t si = i * step;
-        int64_t c = 0;
-        for (; c + 64 <= C; c += 64) {
-            v16 a0 = bias ? ld(bias + c) : splat(0.0f), a1 = bias ? ld(bias + c + 16) : splat(0.0f);
-            v16 a2 = bias ? ld(bias + c + 32) : splat(0.0f), a3 = bias ? ld(bias + c + 48) : splat(0.0f);
+    int64_t c = 0;
+    for (; c + 16 <= C; c += 16) {
+        const v16 b = bias ? ld(bias + c) : splat(0.0f);
+        int64_t i = 0;
+        for (; i + 4 <= n; i += 4) {
+            v16 a0 = b, a1 = b, a2 = b, a3 = b;
+            const int64_t s0 = i * step + c;
             for (int t = 0; t < n_taps; t++) {
-                const float *s = src[t] + si + c, *wt = w + (int64_t)t * C + c;
-                a0 += ld(wt) * ld(s);
-                a1 += ld(wt + 16) * ld(s + 16);
-                a2 += ld(wt + 32) * ld(s + 32);
-                a3 += ld(wt + 48) * ld(s + 48);
+                const v16 wt = ld(w + (int64_t)t * C + c);
+                const float *s = src[t] + s0;
+                a0 += wt * ld(s);
+                a1 += wt * ld(s + step);
+                a2 += wt * ld(s + 2 * step);
+                a3 += wt * ld(s + 3 * step);
             }
-            st(o + c, a0);
-            st(o + c + 16, a1);
-            st(o + c + 32, a2);
-            st(o + c + 48, a3);
+            st(out + i * ops + c, a0);
+            st(out + (i + 1) * ops + c, a1);
+            st(out + (i + 2) * ops + c, a2);
+            st(out + (i + 3) * ops + c, a3);
         }
-        for (; c + 16 <= C; c += 16) {
-            v16 a0 = bias ? ld(bias + c) : splat(0.0f);
-            for (int t = 0; t < n_taps; t++) a0 += ld(w + (int64_t)t * C + c) * ld(src[t] + si + c);
-            st(o + c, a0);
-        }
-        for (; c < C; c++) {
-            float a = bias ? bias[c] : 0.0f;
-            for (int t = 0; t < n_taps; t++) a += w[(int64_t)t * C + c] * src[t][si + c];
-            o[c] = a;
+        for (; i < n; i++) {
+            v16 a0 = b;
+            for (int t = 0; t < n_taps; t++) a0 += ld(w + (int64_t)t * C + c) * ld(src[t] + i * step + c);
+            st(out + i * ops + c, a0);
         }
     }
+    for (; c + 8 <= C; c += 8) {
+        const v8 b = bias ? ld8(bias + c) : (v8){0};
+        for (int64_t i = 0; i < n; i++) {
+            v8 a0 = b;
+            for (int t = 0; t < n_taps; t++) a0 += ld8(w + (int64_t)t * C + c) * ld8(src[t] + i * step + c);
+            st8(out + i * ops + c, a0);
+        }
+    }
+    for (; c < C; c++)
+        for (int64_t i = 0; i < n; i++) {
+            float a = bias ? bias[c] : 0.0f;
+            for (int t = 0; t < n_taps; t++) a += w[(int64_t)t * C + c] * src[t][i * step + c];
+            out[i * ops + c] = a;
+        }
 }
 
 static void px_maxmin_rows(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *src,
@@ -295,6 +312,19 @@ static void px_maxmin_rows(float *restrict out, int64_t n, int64_t C, int64_t op
             }
             o[c] = a;
         }
+    }
+}
+
+/* out[i] = min(max(out[i], lo), hi): a ReLU or ReLU6 folded into the stage
+ * that produced the block, while the block is in L1. */
+static void clamp_rows(float *restrict out, int64_t n, float lo, float hi)
+{
+    int64_t i = 0;
+    const v16 vl = splat(lo), vh = splat(hi);
+    for (; i + 16 <= n; i += 16) st(out + i, vmin(vmax(ld(out + i), vl), vh));
+    for (; i < n; i++) {
+        float v = out[i] > lo ? out[i] : lo;
+        out[i] = v < hi ? v : hi;
     }
 }
 
@@ -653,5 +683,6 @@ const ps_row_kernels PS_KERNEL_TABLE = {
     .stream_fence = stream_fence,
     .sum_disjoint = sum_disjoint_rows,
     .px_sum = px_sum_rows,
+    .clamp = clamp_rows,
     .px_maxmin = px_maxmin_rows,
 };

@@ -44,6 +44,8 @@ void ps_graph_plan_destroy(ps_graph_plan *pl)
         free(pl->groups[g].kind_first);
         free(pl->groups[g].kind_len);
         free(pl->groups[g].steps);
+        ps_plan_destroy(pl->groups[g].layer);
+        free(pl->groups[g].layer_weights);
     }
     free(pl->groups);
     if (pl->xs)
@@ -492,6 +494,60 @@ static ps_status explain_group(ps_graph_plan *pl, ps_fusion_state *fs, const int
     return st;
 }
 
+/* Convolutions alone in their group whose input and output are whole
+ * channels-last tensors (a graph input or output in NHWC, or a workspace
+ * tensor stored over its whole domain) run as layer plans: the layer
+ * planner's schedules block K and C so a tile's weights stay in cache,
+ * which rows of a few pixels (deep layers of 7 x 7 or 14 x 14 pixels) do
+ * not. A convolution the layer planner refuses keeps the row executor. */
+static void plan_layer_groups(ps_graph_plan *pl)
+{
+    const ps_pipeline *p = &pl->pipe;
+    for (int gi = 0; gi < pl->n_groups; gi++) {
+        ps_gx_group *G = &pl->groups[gi];
+        if (G->n != 1) continue;
+        const ps_pstage *S = &p->st[G->mem[0].stage], *I = &p->st[S->in[0]];
+        const ps_gx_stage *X = &pl->xs[G->mem[0].stage];
+        if (S->kind != PS_NODE_CONV || !S->px || S->n_in != 1) continue;
+        int in_ok = I->kind == PS_NODE_INPUT ? I->layout == PS_LAYOUT_NHWC
+                                             : I->px && pl->xs[S->in[0]].ws_off != SIZE_MAX && !I->needless &&
+                                                   !memcmp(&I->need, &I->dom, sizeof I->dom);
+        int to_out = S->output_index >= 0, to_ws = X->ws_off != SIZE_MAX;
+        int out_ok = to_out + to_ws == 1 && (to_out ? S->layout == PS_LAYOUT_NHWC && !memcmp(&S->out_region, &S->dom, sizeof S->dom)
+                                                    : !memcmp(&S->need, &S->dom, sizeof S->dom));
+        if (!in_ok || !out_ok || I->dom.y0 || I->dom.x0 || S->dom.y0 || S->dom.x0) continue;
+        ps_desc d;
+        ps_desc_init_conv(&d);
+        ps_conv_desc *c = &d.u.conv;
+        c->N = S->n, c->C = S->in_c, c->K = S->c, c->H = I->dom.h, c->W = I->dom.w, c->R = S->conv_r, c->S = S->conv_s;
+        c->stride_h = S->sy, c->stride_w = S->sx, c->dilation_h = S->dil_h, c->dilation_w = S->dil_w;
+        c->pad_top = S->pad_t, c->pad_bottom = S->pad_b, c->pad_left = S->pad_l, c->pad_right = S->pad_r;
+        c->layout = PS_LAYOUT_NHWC;
+        c->weight_layout = PS_WEIGHTS_RSCK; /* the stage's [t][c][k] */
+        int relu = S->act && S->act_lo == 0.0f && S->act_hi == INFINITY, relu6 = S->act && S->act_lo == 0.0f && S->act_hi == 6.0f;
+        c->post_ops = (S->bias ? PS_POST_BIAS : 0u) | (relu ? PS_POST_RELU : 0u) | (relu6 ? PS_POST_RELU6 : 0u);
+        ps_plan_options po;
+        ps_plan_options_init(&po);
+        po.num_threads = pl->nthreads;
+        ps_plan *lp = NULL;
+        size_t wbytes = 0;
+        void *packed = NULL;
+        if (ps_plan_create(pl->ctx, &d, &po, &lp) != PS_SUCCESS) continue;
+        /* the layer plan computes exactly this stage: its output size */
+        int64_t oh = (c->H + c->pad_top + c->pad_bottom - c->dilation_h * (c->R - 1) - 1) / c->stride_h + 1;
+        int64_t ow = (c->W + c->pad_left + c->pad_right - c->dilation_w * (c->S - 1) - 1) / c->stride_w + 1;
+        if (oh != S->dom.h || ow != S->dom.w || ps_plan_packed_weights_size(lp, &wbytes) != PS_SUCCESS ||
+            !(packed = aligned_alloc(64, (wbytes + 63) & ~(size_t)63)) || ps_plan_pack_weights(lp, S->w, packed) != PS_SUCCESS) {
+            free(packed);
+            ps_plan_destroy(lp);
+            continue;
+        }
+        G->layer = lp;
+        G->layer_weights = packed;
+        G->layer_clamp = S->act && !relu && !relu6;
+    }
+}
+
 /* Scratch layout and per-thread sizes, once destinations are known. */
 static ps_status layout(ps_graph_plan *pl)
 {
@@ -663,6 +719,7 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
     for (int gi = 0; gi < pl->n_groups && !st; gi++) st = build_group(pl, fs, group_of, gi);
     for (int gi = 0; gi < pl->n_groups && !st; gi++) st = explain_group(pl, fs, group_of, gi);
     if (!st) st = layout(pl);
+    if (!st) plan_layer_groups(pl);
     if (fs) pl->cost_evaluations = fs->evaluations;
     ps_fusion_state_destroy(fs);
     if (ictx) isl_ctx_free(ictx);

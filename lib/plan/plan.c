@@ -182,7 +182,7 @@ ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *n
                      (long long)c->H, (long long)c->W, (long long)c->R, (long long)c->S, (long long)c->stride_h,
                      (long long)c->stride_w, (long long)c->pad_top, (long long)c->pad_bottom, (long long)c->pad_left,
                      (long long)c->pad_right, (long long)c->dilation_h, (long long)c->dilation_w, (long long)OH,
-                     (long long)OW, (c->post_ops & PS_POST_BIAS) ? " +bias" : "", (c->post_ops & PS_POST_RELU) ? " +relu" : "",
+                     (long long)OW, (c->post_ops & PS_POST_BIAS) ? " +bias" : "", (c->post_ops & PS_POST_RELU) ? " +relu" : (c->post_ops & PS_POST_RELU6) ? " +relu6" : "",
                      sched, (long long)e->ext[0], (long long)e->ext[1], (long long)e->ext[2], (long long)e->ext[3],
                      (long long)e->ext[4],
                      e->conv.sub_h > 1 || e->conv.sub_w > 1 ? " (strided 1x1: a subsampled input copy, its rows flattened into one)"
