@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/kernels.h"
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -134,6 +135,9 @@ static ps_status build_conv(ps_exec *e, const ps_problem *p, size_t stream_bytes
     e->conv = p->conv;
     const ps_conv_shape *c = &e->conv;
     e->post_ops = p->desc.u.conv.post_ops;
+    /* the widest vectors this CPU runs (the epilogue's results do not
+     * depend on the table) */
+    e->rows = ps_row_kernels_for(16);
     e->nchw = p->desc.u.conv.layout == PS_LAYOUT_NCHW;
     e->m_tail = c->K - (e->ext[PS_DIM_K] - 1) * e->ks.m;
     e->m_rows[0] = ps_exec_kernel_rows(e->ks.m);

@@ -77,6 +77,7 @@ typedef struct ps_exec {
     /* conv */
     ps_conv_shape conv;
     unsigned post_ops;
+    const struct ps_row_kernels *rows; /* the epilogue's kernel (bias, ReLU, ReLU6) */
     int64_t *r_lo, *r_hi;      /* per output row: valid filter rows */
     int64_t *seg_begin;        /* per ow-block b: segments [seg_begin[b], seg_begin[b+1]) */
     unsigned char *block_zero; /* per ow-block: no segment spans the whole block, so the

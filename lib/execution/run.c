@@ -1,8 +1,10 @@
 /* Execution: walk the schedule, call the kernels. Only pointer arithmetic
  * and kernel calls happen here; everything else was prepared by build.c. */
 #include "execution/engine.h"
+#include "kernels/kernels.h"
 
 #include <omp.h>
+#include <math.h>
 #include <string.h>
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -65,18 +67,12 @@ static void zero_tile(float *c, int64_t m, int64_t n, int64_t ldc)
     for (int64_t j = 0; j < n; j++) memset(c + j * ldc, 0, (size_t)m * sizeof *c);
 }
 
-/* relu: 0 none, 1 max(x, 0), 2 min(max(x, 0), 6) */
-static void epilogue(float *c, int64_t m, int64_t n, int64_t ldc, const float *bias, int relu)
+/* relu: 0 none, 1 max(x, 0), 2 min(max(x, 0), 6); one vectorized pass per
+ * column of the output block while it is in L1. */
+static void epilogue(const ps_row_kernels *k, float *c, int64_t m, int64_t n, int64_t ldc, const float *bias, int relu)
 {
-    for (int64_t j = 0; j < n; j++) {
-        float *col = c + j * ldc;
-        if (bias)
-            for (int64_t i = 0; i < m; i++) col[i] += bias[i];
-        if (relu)
-            for (int64_t i = 0; i < m; i++) col[i] = col[i] > 0.0f ? col[i] : 0.0f;
-        if (relu == 2)
-            for (int64_t i = 0; i < m; i++) col[i] = col[i] < 6.0f ? col[i] : 6.0f;
-    }
+    const float lo = relu ? 0.0f : -INFINITY, hi = relu == 2 ? 6.0f : INFINITY;
+    for (int64_t j = 0; j < n; j++) k->bias_clamp(c + j * ldc, m, bias, lo, hi);
 }
 
 /* A padded kernel's result (m of its rows, n columns ls apart) into the
@@ -178,7 +174,7 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
             beta = 1;
         }
     }
-    if (last && (bias || relu)) epilogue(cblk, mk, ow_w, c->K, bias, relu);
+    if (last && (bias || relu)) epilogue(e->rows, cblk, mk, ow_w, c->K, bias, relu);
 }
 
 /* Packs A's blocks [mb0, mb1) x [kb0, kb1) (A normalized M x K, stored K x M

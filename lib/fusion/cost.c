@@ -252,7 +252,12 @@ ps_status ps_group_cost_uncached(ps_fusion_state *fs, const int *m, int n, ps_gr
             int nt = 0;
             ps_group_eval best = {0};
             best.cost = INFINITY;
-            for (int f = 4; f <= 32 && rc >= 0; f *= 2) {
+            /* Groups on pixel rows (deep-learning stages) recompute a whole
+             * convolution's halo per tile, and their images are small (7 to
+             * 112 rows): one or two tiles per core are tried too. */
+            int px = 0;
+            for (int k = 0; k < n; k++) px |= p->st[g.m[k]].px;
+            for (int f = px ? 1 : 4; f <= 32 && rc >= 0; f *= 2) {
                 double per_image = (double)cm->cores * f / (double)images;
                 int64_t ty = round_up((int64_t)ceil(ext_y / (per_image > 1 ? per_image : 1)), g.align_y);
                 int dup = 0;

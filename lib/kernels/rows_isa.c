@@ -317,6 +317,20 @@ static void px_maxmin_rows(float *restrict out, int64_t n, int64_t C, int64_t op
 
 /* out[i] = min(max(out[i], lo), hi): a ReLU or ReLU6 folded into the stage
  * that produced the block, while the block is in L1. */
+/* out[i] = min(max(out[i] + bias[i], lo), hi) (bias may be NULL): the
+ * layer executor's epilogue of bias, ReLU and ReLU6, one pass per block. */
+static void bias_clamp_rows(float *restrict out, int64_t n, const float *bias, float lo, float hi)
+{
+    int64_t i = 0;
+    const v16 vl = splat(lo), vh = splat(hi);
+    for (; i + 16 <= n; i += 16) st(out + i, vmin(vmax(ld(out + i) + (bias ? ld(bias + i) : splat(0.0f)), vl), vh));
+    for (; i < n; i++) {
+        float v = out[i] + (bias ? bias[i] : 0.0f);
+        v = v > lo ? v : lo;
+        out[i] = v < hi ? v : hi;
+    }
+}
+
 static void clamp_rows(float *restrict out, int64_t n, float lo, float hi)
 {
     int64_t i = 0;
@@ -684,5 +698,6 @@ const ps_row_kernels PS_KERNEL_TABLE = {
     .sum_disjoint = sum_disjoint_rows,
     .px_sum = px_sum_rows,
     .clamp = clamp_rows,
+    .bias_clamp = bias_clamp_rows,
     .px_maxmin = px_maxmin_rows,
 };
