@@ -43,7 +43,8 @@ typedef struct onednn_chain onednn_chain;
  * depthwise convolution as a post-op (oneDNN 2.6.3's stride-2 form,
  * dw_k3s2p1, returned wrong values with NHWC activations on the AVX-512
  * machines here: 5 times the output's magnitude off on MobileNet-v2's
- * block 2, so it is not used). The output is the last layer's. An
+ * block 2, so it is not used; the stride-1 form is wrong at N = 2 on some
+ * blocks, which `polysci bench chain` checks and leaves out). The output is the last layer's. An
  * ADD must directly follow the convolution producing its src2, which
  * nothing else reads, and its src must not be read after it (the sum is
  * in place). */

@@ -233,8 +233,10 @@ int cli_read_layers(const char *cmd, const char *path, int64_t batch, ps_act_lay
  * is at most 4 GFLOP and 256 MiB of operands (a larger draw shrinks its
  * spatial size, then its channels), so a set runs in minutes. Names are
  * r<seed>_<index>. *out is malloc'd. Returns 0, or -1 with a message. */
-int cli_random_layers(const char *cmd, int count, uint64_t seed, int64_t batch, ps_act_layout act, unsigned post,
-                      cli_layer **out, int *n_out);
+#define CLI_FAMILY_GENERAL 0
+#define CLI_FAMILY_FEW_CHANNELS 1 /* 1-16 input channels, 16-96 outputs, any R x S up to 7 x 7; names f<seed>_<i> */
+int cli_random_layers(const char *cmd, int count, uint64_t seed, int family, int64_t batch, ps_act_layout act,
+                      unsigned post, cli_layer **out, int *n_out);
 /* Short shape: conv "HxW C->K RxS/stride p<pad>", gemm "MxNxK". */
 void cli_shape_short(const ps_desc *desc, char *buf, size_t len);
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# ctest cli_bench_conv_random: `polysci bench conv --random COUNT --seed S`.
+# ctest cli_bench_conv_random: `polysci bench conv --random COUNT --seed S [--family few-channel]`.
 # The same seed draws the same layers, another seed others; every layer lies in the
 # family (channels 3-2048, images 7-300 before padding, the six filter shapes, strides
 # 1-2, same or valid padding, N 1-4, at most 4 GFLOP); --list's output reads back as a
@@ -39,7 +39,23 @@ small=$(awk '!/^#/ && $1 ~ /^r11_[0-9][0-9][0-9]$/ { f = $2 * $3 * $4 * $5 * $6 
   grep -q "1 of 1 layers checked OK" || { echo "$small from the listed file did not check OK"; exit 1; }
 # seed 20's two layers are small: planned, run and checked against the reference
 "$cli" bench conv --random 2 --seed 20 --check-only --threads 1 --plan-reps 1 | grep -q "2 of 2 layers checked OK"
-for bad in "--random 0" "--random 2 --layers resnet50" "--random x"; do
+# the few-channel family: 1-16 input channels, 16-96 outputs, filters up to 7 x 7, names f<seed>_<i>
+"$cli" bench conv --random 200 --seed 5 --family few-channel --list > "$tmp/f.txt"
+awk '
+  /^#/ { next }
+  {
+    n++; C = $4; K = $5; R = $6; S = $7; st = $8
+    if ($1 !~ /^f5_[0-9]+$/) bad = bad " name " $1
+    if (C < 1 || C > 16 || K < 16 || K > 96) bad = bad " channels " C "," K
+    if (R < 1 || R > 7 || S < 1 || S > 7) bad = bad " filter " R "x" S
+    if (st != 1 && st != 2) bad = bad " stride " st
+    if (R != S) rect++
+    if (bad != "") { print "out of the few-channel family: " $0 ":" bad; exit 1 }
+  }
+  END { if (n != 200) { print "expected 200 layers, got " n; exit 1 }
+        if (rect < 10) { print "only " rect " of 200 few-channel layers have a rectangular filter"; exit 1 } }
+' "$tmp/f.txt"
+for bad in "--random 0" "--random 2 --layers resnet50" "--random x" "--random 2 --family many"; do
   # shellcheck disable=SC2086
   if "$cli" bench conv $bad --list > /dev/null 2>&1; then echo "accepted: bench conv $bad"; exit 1; fi
 done

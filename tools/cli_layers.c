@@ -195,8 +195,8 @@ static double conv_flops(const ps_conv_desc *d, int64_t *oh, int64_t *ow)
     return 2.0 * (double)d->N * (double)d->K * (double)d->C * (double)*oh * (double)*ow * (double)d->R * (double)d->S;
 }
 
-int cli_random_layers(const char *cmd, int count, uint64_t seed, int64_t batch, ps_act_layout act, unsigned post,
-                      cli_layer **out, int *n_out)
+int cli_random_layers(const char *cmd, int count, uint64_t seed, int family, int64_t batch, ps_act_layout act,
+                      unsigned post, cli_layer **out, int *n_out)
 {
     if (count < 1) {
         fprintf(stderr, "polysci %s: --random needs a count >= 1\n", cmd);
@@ -213,7 +213,7 @@ int cli_random_layers(const char *cmd, int count, uint64_t seed, int64_t batch, 
     uint64_t s = seed ^ 0x5DEECE66Dull;
     for (int i = 0; i < count; i++) {
         cli_layer *l = &v[i];
-        snprintf(l->name, sizeof l->name, "r%" PRIu64 "_%d", seed, i);
+        snprintf(l->name, sizeof l->name, "%s%" PRIu64 "_%d", family == CLI_FAMILY_FEW_CHANNELS ? "f" : "r", seed, i);
         ps_desc_init_conv(&l->desc);
         ps_conv_desc *d = &l->desc.u.conv;
         double u = shape_unit(&s);
@@ -227,6 +227,14 @@ int cli_random_layers(const char *cmd, int count, uint64_t seed, int64_t batch, 
         d->W = shape_unit(&s) < 0.75 ? d->H : shape_log_uniform(&s, 7, 300);
         d->C = shape_channels(&s, 0.12); /* inputs: images and stems have 3-16 channels */
         d->K = shape_channels(&s, 0.03); /* outputs: few only in heads */
+        if (family == CLI_FAMILY_FEW_CHANNELS) {
+            /* the layers that start network bodies: 1-16 input channels, 16-96
+             * outputs, any filter up to 7 x 7 (square three times in four) */
+            d->C = 1 + (int64_t)(cli_splitmix64(&s) % 16);
+            d->K = 16 + (int64_t)(cli_splitmix64(&s) % 81);
+            d->R = 1 + (int64_t)(cli_splitmix64(&s) % 7);
+            d->S = shape_unit(&s) < 0.75 ? d->R : 1 + (int64_t)(cli_splitmix64(&s) % 7);
+        }
         d->N = batch > 0 ? batch : 1 + (int64_t)(cli_splitmix64(&s) % 4);
         d->pad_top = d->pad_bottom = same ? (d->R - 1) / 2 : 0;
         d->pad_left = d->pad_right = same ? (d->S - 1) / 2 : 0;

@@ -1132,6 +1132,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     const char *layers_arg = NULL, *vs = NULL, *csv = NULL, *dist = NULL;
     const char *only = NULL, *mode_arg = "any", *cands_arg = NULL;
     int64_t batch = 0, reps = 11, variant_reps = 3, plan_reps = 3, random_count = 0; /* batch 0: not given */
+    const char *family_arg = "general";
     double min_ms = 20.0, warmup_ms = 20.0;
     cli_plan_args pa;
     cli_check_args ca;
@@ -1178,11 +1179,14 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
          "COUNT  instead of --layers, COUNT layers drawn with --seed from the shapes frameworks use (channels "
          "3-2048, images 7-300, 1x1 to 7x7 and 1x7/7x1 filters, strides 1-2, same/valid padding, N 1-4; "
          "at most 4 GFLOP each)", 0},
+        {"family", CLI_OPT_STRING, &family_arg, 0, 0,
+         "F  --random's family: general (above) or few-channel (1-16 input channels, 16-96 outputs, any R x S up to "
+         "7 x 7: the layers that start network bodies)", 0},
         {"list", CLI_OPT_FLAG, &list, 0, 0,
          "print the layers (a layers file, each line's N as a comment) and time nothing", 0},
     };
-    /* gemm: no --onednn-mode, --N, --random, --list */
-    size_t n_opts = CLI_ARRAY_LEN(opts) - (kind == PS_OP_CONV_FWD ? 0 : 4);
+    /* gemm: no --onednn-mode, --N, --random, --family, --list */
+    size_t n_opts = CLI_ARRAY_LEN(opts) - (kind == PS_OP_CONV_FWD ? 0 : 5);
     int rc = cli_parse(cmd, argc, argv, opts, n_opts);
     if (rc < 0) {
         printf("usage: polysci %s --layers FILE [--threads T] [--vs onednn] [--exhaustive [--dist FILE]]\n"
@@ -1247,9 +1251,13 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     char path[4096];
     cli_layer *layers = NULL;
     int n_layers = 0;
+    static const char *const families[2] = {"general", "few-channel"};
+    int family = cli_choice(cmd, "--family", family_arg, families, 2);
+    if (family < 0) return CLI_USAGE;
     if (random_count) {
-        snprintf(path, sizeof path, "%lld random layers, seed %lld", (long long)random_count, (long long)ca.seed);
-        if (cli_random_layers(cmd, (int)random_count, (uint64_t)ca.seed, batch, PS_LAYOUT_NHWC, 0u, &layers,
+        snprintf(path, sizeof path, "%lld random %s layers, seed %lld", (long long)random_count, families[family],
+                 (long long)ca.seed);
+        if (cli_random_layers(cmd, (int)random_count, (uint64_t)ca.seed, family, batch, PS_LAYOUT_NHWC, 0u, &layers,
                               &n_layers))
             return CLI_FAIL;
     } else {

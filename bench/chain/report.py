@@ -33,6 +33,9 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--png")
     ap.add_argument("--header", default="")
+    ap.add_argument("--fill", nargs="*", default=[],
+                    help="files whose <!-- chains:summary begin/end --> block gets the summary table")
+    ap.add_argument("--stamp", default="", help="the line above the filled summary (date, machine)")
     a = ap.parse_args()
 
     med = defaultdict(list)        # (set, N, block, impl) -> per-round medians
@@ -46,6 +49,8 @@ def main():
             v = float(r["median_ms"])
             if math.isfinite(v):
                 med[key + (r["implementation"],)].append(v)
+            if r.get("note"):
+                info[key]["note"] = r["note"]
     torch_ms, pst_ms = {}, {}
     for path in a.torch:
         for r in csv.DictReader(open(path)):
@@ -77,7 +82,8 @@ def main():
             rd, rn, rt = best / dp, none / dp, t / dp
             r_dnn.append(rd), r_none.append(rn), r_torch.append(rt)
             lines.append("| %s | %s | %s | %s | %s | %s | %s | **%s** | %s | %s | %s |" % (
-                key[2], fmt(info[key]["gflop"]), fmt(dnn), fmt(dnnf), fmt(none), fmt(dp), info[key]["groups"],
+                key[2], fmt(info[key]["gflop"]), fmt(dnn), info[key].get("note") or fmt(dnnf), fmt(none), fmt(dp),
+                info[key]["groups"],
                 fmt(rd, 2), fmt(rn, 2), fmt(t), fmt(rt, 2)))
             plot_rows.append((key[2], set_name, n, rd))
         g = (geomean(r_dnn), geomean(r_none), geomean(r_torch))
@@ -91,6 +97,17 @@ def main():
     marker = "<!-- summary -->"
     text = text.replace(marker, "\n".join(out)) if marker in text else "\n".join(out) + "\n\n" + text
     open(a.out, "w").write(text + "\n")
+    link = "Details: [docs/perf/chains.md](docs/perf/chains.md)."
+    for path in a.fill:
+        doc = open(path).read()
+        b, e = "<!-- chains:summary begin -->", "<!-- chains:summary end -->"
+        if b not in doc or e not in doc:
+            continue
+        rel = os.path.relpath(os.path.abspath(a.out), os.path.dirname(os.path.abspath(path)))
+        block = (a.stamp + "\n\n" if a.stamp else "") + "\n".join(out) + "\n\n" + link.replace(
+            "docs/perf/chains.md", rel, 1).replace("(docs/perf/chains.md)", "(%s)" % rel)
+        doc = doc[:doc.index(b) + len(b)] + "\n" + block + "\n" + doc[doc.index(e):]
+        open(path, "w").write(doc)
     if a.png and plot_rows:
         dat = a.png + ".dat"
         with open(dat, "w") as fh:

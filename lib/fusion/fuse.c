@@ -192,11 +192,13 @@ typedef struct dp {
     ps_status err;
 } dp;
 
-static int cmp_words_w;
-static int cmp_sets(const void *a, const void *b)
+/* Orders sets of *(const int *)words 64-bit words (qsort_r: plans may be
+ * created from several threads at once). */
+static int cmp_sets(const void *a, const void *b, void *words)
 {
     const uint64_t *x = a, *y = b;
-    for (int i = 0; i < cmp_words_w; i++)
+    const int w = *(const int *)words;
+    for (int i = 0; i < w; i++)
         if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
     return 0;
 }
@@ -269,8 +271,7 @@ static const dp_entry *dp_solve(dp *d, const uint64_t *act_in, int k, const uint
         return NULL;
     }
     memcpy(key, act_in, (size_t)k * (size_t)w * sizeof *key);
-    cmp_words_w = w;
-    qsort(key, (size_t)k, (size_t)w * sizeof *key, cmp_sets);
+    qsort_r(key, (size_t)k, (size_t)w * sizeof *key, cmp_sets, &w);
     memcpy(key + (size_t)k * w, done, (size_t)w * sizeof *key);
     dp_entry *e = dp_find(d, key, k, 0);
     if (e) {

@@ -365,9 +365,10 @@ class Graph:
     63 bytes) names the tensor in messages and in the plan's description.
 
     Boundaries (``boundary=``): "zero" (reads outside the input's domain
-    are 0), "clamp" (the nearest pixel: repeat edge) or "valid" (none: the
+    are 0), "clamp" (the nearest pixel: repeat edge), "valid" (none: the
     stage is defined only where every read is inside, so its domain shrinks
-    and may start past (0, 0)).
+    and may start past (0, 0)) or "ignore" (the domain of "zero"; the read
+    takes no part: 0 in a sum, -inf in a max, +inf in a min).
     """
 
     def __init__(self):

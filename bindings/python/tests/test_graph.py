@@ -256,7 +256,7 @@ def test_builder_argument_checks_in_python():
     _raises(ps.ArgumentError, INV, "all be (dy, dx, w)", g.stencil, x, [(0, 0), (0, 1, 2.0)])
     _raises(ps.ArgumentError, INV, "at least one tap", g.stencil, x, [])
     _raises(ps.ArgumentError, INV, "tap dx = 4294967296 out of range", g.stencil, x, [(0, 1 << 32)])
-    _raises(ps.ArgumentError, INV, "unknown boundary 'mirror' (one of clamp, valid, zero)", g.stencil, x, [(0, 0)],
+    _raises(ps.ArgumentError, INV, "unknown boundary 'mirror' (one of clamp, ignore, valid, zero)", g.stencil, x, [(0, 0)],
             boundary="mirror")
     _raises(ps.ArgumentError, INV, "unknown reduce 'avg'", g.stencil, x, [(0, 0)], reduce="avg")
     _raises(ps.ArgumentError, INV, "unknown resampling 'up3'", g.resample, x, "up3")
