@@ -717,17 +717,21 @@ static void run_layer_group(const ps_graph_plan *pl, const ps_gx_group *g, const
     }
 }
 
-void ps_graph_run(const ps_graph_plan *pl, const float *const *inputs, float *const *outputs, float *workspace)
+void ps_graph_run(const ps_graph_plan *pl, const float *const *inputs, float *const *outputs, float *workspace,
+                  double *group_ms)
 {
     float *threads_area = workspace + round16(pl->ws_tensor_floats);
     /* Runs of tiled groups share one parallel region; a layer group runs
      * between them with its plan's own. */
     for (int g0 = 0; g0 < pl->n_groups;) {
         if (pl->groups[g0].layer) {
+            double t0 = group_ms ? omp_get_wtime() : 0;
             run_layer_group(pl, &pl->groups[g0], inputs, outputs, workspace);
+            if (group_ms) group_ms[g0] = (omp_get_wtime() - t0) * 1e3;
             g0++;
             continue;
         }
+        double t_prev = group_ms ? omp_get_wtime() : 0;
         int g1 = g0;
         while (g1 < pl->n_groups && !pl->groups[g1].layer) g1++;
 #pragma omp parallel num_threads(pl->nthreads)
@@ -771,6 +775,15 @@ void ps_graph_run(const ps_graph_plan *pl, const float *const *inputs, float *co
                 /* before the barrier that ends the loop: the next group reads
                  * what this one streamed */
                 pl->k->stream_fence();
+                if (group_ms) {
+#pragma omp barrier
+#pragma omp master
+                    {
+                        double t = omp_get_wtime();
+                        group_ms[gi] = (t - t_prev) * 1e3;
+                        t_prev = t;
+                    }
+                }
             }
         }
         g0 = g1;

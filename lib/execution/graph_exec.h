@@ -148,7 +148,9 @@ int64_t ps_band_low(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B,
                     const int64_t *hi);
 
 /* Runs the plan (arguments already checked). workspace: workspace_bytes,
- * 64-byte aligned. */
-void ps_graph_run(const ps_graph_plan *plan, const float *const *inputs, float *const *outputs, float *workspace);
+ * 64-byte aligned. group_ms: NULL, or n_groups slots that get each group's
+ * wall time (PS_VERBOSE=2). */
+void ps_graph_run(const ps_graph_plan *plan, const float *const *inputs, float *const *outputs, float *workspace,
+                  double *group_ms);
 
 #endif

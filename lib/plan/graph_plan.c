@@ -764,9 +764,15 @@ ps_status ps_graph_execute(const ps_graph_plan *plan, const float *const *inputs
         if (!ws) return ps_error(PS_ERR_OUT_OF_MEMORY, "%s: cannot allocate the %zu-byte workspace", who, plan->workspace_bytes);
     }
     double t0 = plan->ctx->verbose ? ps_now_ms() : 0;
-    ps_graph_run(plan, inputs, outputs, ws);
+    double *group_ms = plan->ctx->verbose >= 2 ? calloc((size_t)plan->n_groups, sizeof *group_ms) : NULL;
+    ps_graph_run(plan, inputs, outputs, ws, group_ms);
     if (plan->ctx->verbose)
         fprintf(stderr, "polysci_verbose,graph_exec,%d stages,%d groups,%.3f\n", plan->pipe.n, plan->n_groups, ps_now_ms() - t0);
+    for (int g = 0; group_ms && g < plan->n_groups; g++)
+        fprintf(stderr, "polysci_verbose,graph_group_exec,%d,%s,%s,%.4f\n", g,
+                plan->pipe.st[plan->groups[g].mem[plan->groups[g].n - 1].stage].name,
+                plan->groups[g].layer ? "layer" : "tiles", group_ms[g]);
+    free(group_ms);
     if (!workspace) free(ws);
     return PS_SUCCESS;
 }
