@@ -191,6 +191,7 @@ typedef enum ps_fusion {
 
 /* ps_graph_options.flags */
 #define PS_GRAPH_NO_INLINE 1u   /* keep pointwise stages as stages of their own */
+#define PS_GRAPH_NO_CACHE 4u    /* neither look in nor fill the context's graph plan cache */
 #define PS_GRAPH_NO_EPILOGUE 2u /* no producer epilogues: a stage read only by one pointwise stage is
                                    still stored in its own rows before that stage reads them */
 
@@ -220,7 +221,16 @@ PS_API void ps_graph_options_init(ps_graph_options *opts);
 
 /* __give *plan. Analysis, grouping, tiling and kernel preparation; the plan
  * copies what it needs (the graph may be destroyed afterwards). opts may be
- * NULL. On error *plan is NULL. */
+ * NULL. On error *plan is NULL.
+ *
+ * Plan cache: the context keeps every graph plan it makes (unless
+ * PS_GRAPH_NO_CACHE) under a 128-bit hash of the graph's content (stages,
+ * shapes, weights, expressions, outputs) and the options; planning the same
+ * graph again, or an identical one built anew, returns that plan at once
+ * (a reference to it: each ps_graph_plan_create is matched by one
+ * ps_graph_plan_destroy). The context keeps the 64 newest;
+ * ps_context_forget_plans and ps_context_destroy drop its references; plans
+ * the caller still holds stay valid. */
 PS_API ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph,
                                       const ps_graph_options *opts, ps_graph_plan **plan);
 /* __take. NULL is a no-op. */

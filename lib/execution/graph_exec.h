@@ -106,6 +106,8 @@ typedef struct ps_gx_stage {
 } ps_gx_stage;
 
 struct ps_graph_plan {
+    int refs;              /* references: the caller's and the context cache's (atomic) */
+    uint64_t key[2];       /* the cache key (graph content and options) */
     ps_context *ctx;
     int nthreads;
     ps_graph_options opts;

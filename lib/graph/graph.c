@@ -26,6 +26,8 @@ ps_status ps_graph_create(ps_graph **graph)
     if (!graph) return ps_error(PS_ERR_NULL_POINTER, "ps_graph_create: graph is NULL");
     *graph = calloc(1, sizeof **graph);
     if (!*graph) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_create: out of memory");
+    (*graph)->hash[0] = 0xcbf29ce484222325ull;
+    (*graph)->hash[1] = 0x243F6A8885A308D3ull;
     return PS_SUCCESS;
 }
 
@@ -125,6 +127,60 @@ ps_status ps_node_check_size(const char *who, const ps_node *nd)
     return PS_SUCCESS;
 }
 
+void ps_hash_bytes(uint64_t h[2], const void *data, size_t n)
+{
+    /* FNV-1a over 64-bit words, and a multiply-rotate hash with other
+     * constants: a collision needs both to collide */
+    const unsigned char *p = data;
+    uint64_t a = h[0], b = h[1];
+    while (n) {
+        uint64_t w = 0;
+        size_t k = n < 8 ? n : 8;
+        memcpy(&w, p, k);
+        w ^= (uint64_t)k << 56;
+        a = (a ^ w) * 0x100000001b3ull;
+        b = b + w * 0x9E3779B97F4A7C15ull;
+        b = ((b << 31) | (b >> 33)) * 0xBF58476D1CE4E5B9ull;
+        p += k;
+        n -= k;
+    }
+    h[0] = a;
+    h[1] = b;
+}
+
+static void hash_expr(uint64_t h[2], const ps_expr *e)
+{
+    int32_t head[2] = {e ? (int32_t)e->op : -1, e ? e->index : 0};
+    ps_hash_bytes(h, head, sizeof head);
+    if (!e) return;
+    ps_hash_bytes(h, &e->value, sizeof e->value);
+    for (int i = 0; i < ps_expr_arity(e->op); i++) hash_expr(h, e->arg[i]);
+}
+
+/* Everything about a node that planning reads (its output marking comes
+ * later and is hashed with the plan's key). */
+static void hash_node(uint64_t h[2], const ps_node *nd, const ps_graph *g)
+{
+    int64_t head[] = {nd->kind, nd->n, nd->c, nd->dom.y0, nd->dom.x0, nd->dom.h, nd->dom.w, nd->n_in, nd->boundary,
+                      nd->reduce, nd->sy, nd->sx, nd->n_taps, nd->per_channel, nd->affine, nd->dl, nd->in_c,
+                      nd->resample, nd->layout, nd->conv_r, nd->conv_s, nd->dil_h, nd->dil_w, nd->pad_t, nd->pad_b,
+                      nd->pad_l, nd->pad_r, nd->bias != NULL, nd->kind == PS_NODE_INPUT ? (int64_t)nd->layout : -1};
+    ps_hash_bytes(h, head, sizeof head);
+    ps_hash_bytes(h, nd->name, strlen(nd->name));
+    ps_hash_bytes(h, nd->in, (size_t)nd->n_in * sizeof *nd->in);
+    if (nd->n_taps > 0) {
+        ps_hash_bytes(h, nd->dy, (size_t)nd->n_taps * sizeof *nd->dy);
+        ps_hash_bytes(h, nd->dx, (size_t)nd->n_taps * sizeof *nd->dx);
+    }
+    size_t nw = 0;
+    if (nd->kind == PS_NODE_STENCIL) nw = (size_t)nd->n_taps * (nd->per_channel ? (size_t)nd->c : 1);
+    if (nd->kind == PS_NODE_CONV) nw = (size_t)nd->c * (size_t)nd->in_c * (size_t)nd->n_taps;
+    if (nw) ps_hash_bytes(h, nd->w, nw * sizeof *nd->w);
+    if (nd->mix_w) ps_hash_bytes(h, nd->mix_w, (size_t)nd->c * (size_t)g->nodes[nd->in[0]].c * sizeof *nd->mix_w);
+    if (nd->bias) ps_hash_bytes(h, nd->bias, (size_t)nd->c * sizeof *nd->bias);
+    if (nd->expr) hash_expr(h, nd->expr);
+}
+
 ps_status ps_node_append(ps_graph *g, ps_node *nd, ps_tensor *out)
 {
     if (g->n == g->cap) {
@@ -138,6 +194,7 @@ ps_status ps_node_append(ps_graph *g, ps_node *nd, ps_tensor *out)
         g->cap = cap;
     }
     g->nodes[g->n] = *nd;
+    hash_node(g->hash, &g->nodes[g->n], g);
     *out = g->n++;
     return PS_SUCCESS;
 }

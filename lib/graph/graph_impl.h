@@ -84,7 +84,15 @@ struct ps_graph {
     int n_inputs, n_outputs;
     int inputs[PS_GRAPH_MAX_TENSORS];
     int outputs[PS_GRAPH_MAX_TENSORS];
+    /* Two independent 64-bit hashes of every node as appended (kind, shape,
+     * inputs, taps, weights, expressions): with the outputs and the
+     * options, the key of the context's graph plan cache. Kept as nodes are
+     * added, so a lookup does not re-read megabytes of weights. */
+    uint64_t hash[2];
 };
+
+/* Folds n bytes into the two hashes. */
+void ps_hash_bytes(uint64_t h[2], const void *data, size_t n);
 
 /* Shared by the builders (graph.c, graph_dl.c). ps_node_begin checks the
  * common arguments of an add call and prepares *nd (not yet in the graph);

@@ -1,6 +1,8 @@
 /* The plan cache: key text -> chosen schedule, guarded by the context's lock. */
 #include "plan/cache.h"
 
+#include "polysci/graph.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +71,8 @@ void ps_cache_init(ps_context *ctx)
     pthread_mutex_init(&ctx->cache_lock, NULL);
     ctx->cache = NULL;
     ctx->cache_n = ctx->cache_cap = 0;
+    ctx->graph_plans = NULL;
+    ctx->graph_n = ctx->graph_cap = 0;
 }
 
 static void forget_locked(ps_context *ctx)
@@ -78,6 +82,8 @@ static void forget_locked(ps_context *ctx)
         ps_schedule_destroy(ctx->cache[i].schedule);
     }
     ctx->cache_n = 0;
+    for (int i = 0; i < ctx->graph_n; i++) ps_graph_plan_destroy(ctx->graph_plans[i]);
+    ctx->graph_n = 0;
 }
 
 void ps_cache_release(ps_context *ctx)
@@ -85,6 +91,8 @@ void ps_cache_release(ps_context *ctx)
     forget_locked(ctx);
     free(ctx->cache);
     ctx->cache = NULL;
+    free(ctx->graph_plans);
+    ctx->graph_plans = NULL;
     pthread_mutex_destroy(&ctx->cache_lock);
 }
 

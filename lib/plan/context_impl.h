@@ -20,9 +20,11 @@ struct ps_context {
     ps_machine machine;
     char machine_fingerprint[256]; /* what wisdom must match: CPU and cache sizes */
 
-    pthread_mutex_t cache_lock;    /* guards the plan cache below */
+    pthread_mutex_t cache_lock;    /* guards the plan caches below */
     ps_cache_entry *cache;
     int cache_n, cache_cap;
+    struct ps_graph_plan **graph_plans; /* graph plans, one reference each */
+    int graph_n, graph_cap;
 };
 
 #endif

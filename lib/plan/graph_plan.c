@@ -31,6 +31,8 @@ void ps_graph_options_init(ps_graph_options *o)
 void ps_graph_plan_destroy(ps_graph_plan *pl)
 {
     if (!pl) return;
+    /* the last reference frees it (the caller's and the context cache's) */
+    if (__atomic_sub_fetch(&pl->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
     for (int g = 0; g < pl->n_groups; g++) {
         for (int k = 0; pl->groups[g].mem && k < pl->groups[g].n; k++) {
             free(pl->groups[g].mem[k].read_by);
@@ -79,7 +81,7 @@ static ps_status check_options(const ps_graph *g, const ps_graph_options *o)
     if (o->group_limit < 0) return ps_error(PS_ERR_INVALID_ARG, "%s: group_limit %d is negative", who, o->group_limit);
     if (o->chunk_w < 0 || o->chunk_w > (1 << 24))
         return ps_error(PS_ERR_INVALID_ARG, "%s: chunk_w %lld out of range (0..2^24)", who, (long long)o->chunk_w);
-    if (o->flags & ~(PS_GRAPH_NO_INLINE | PS_GRAPH_NO_EPILOGUE))
+    if (o->flags & ~(PS_GRAPH_NO_INLINE | PS_GRAPH_NO_EPILOGUE | PS_GRAPH_NO_CACHE))
         return ps_error(PS_ERR_INVALID_ARG, "%s: unknown flags 0x%x", who, o->flags);
     if (g->n_outputs < 1) return ps_error(PS_ERR_INVALID_ARG, "%s: the graph has no output (ps_graph_mark_output)", who);
     return PS_SUCCESS;
@@ -644,6 +646,65 @@ static ps_status layout(ps_graph_plan *pl)
     return PS_SUCCESS;
 }
 
+/* The cache key of a plan: the graph's content hash, its outputs and
+ * everything in the options that changes the plan. */
+static void plan_key(const ps_graph *g, const ps_graph_options *o, int nthreads, uint64_t key[2])
+{
+    key[0] = g->hash[0];
+    key[1] = g->hash[1];
+    int64_t head[] = {g->n, g->n_inputs, g->n_outputs, nthreads, o->fusion, o->tile_h, o->tile_w, o->chunk_w,
+                      o->group_limit, (int64_t)(o->flags & ~PS_GRAPH_NO_CACHE)};
+    ps_hash_bytes(key, head, sizeof head);
+    for (int i = 0; i < g->n_outputs; i++) {
+        const ps_node *nd = &g->nodes[g->outputs[i]];
+        int64_t out[] = {g->outputs[i], nd->layout, nd->out_region.y0, nd->out_region.x0, nd->out_region.h,
+                         nd->out_region.w};
+        ps_hash_bytes(key, out, sizeof out);
+    }
+    if (o->fusion == PS_FUSION_FIXED) ps_hash_bytes(key, o->group_of, (size_t)o->n_group_of * sizeof *o->group_of);
+}
+
+/* A cached plan with this key (a new reference), or NULL. */
+static ps_graph_plan *cache_lookup(ps_context *ctx, const uint64_t key[2])
+{
+    ps_graph_plan *hit = NULL;
+    pthread_mutex_lock(&ctx->cache_lock);
+    for (int i = 0; i < ctx->graph_n && !hit; i++)
+        if (ctx->graph_plans[i]->key[0] == key[0] && ctx->graph_plans[i]->key[1] == key[1]) hit = ctx->graph_plans[i];
+    if (hit) __atomic_add_fetch(&hit->refs, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_unlock(&ctx->cache_lock);
+    return hit;
+}
+
+/* Gives the context a reference to pl (nothing when out of memory: the
+ * plan is then just not cached). The context keeps the newest
+ * PS_GRAPH_CACHE_MAX plans: a process that plans ever new graphs does not
+ * accumulate them. */
+#define PS_GRAPH_CACHE_MAX 64
+static void cache_insert(ps_context *ctx, ps_graph_plan *pl)
+{
+    pthread_mutex_lock(&ctx->cache_lock);
+    if (ctx->graph_n == PS_GRAPH_CACHE_MAX) {
+        ps_graph_plan *old = ctx->graph_plans[0];
+        memmove(ctx->graph_plans, ctx->graph_plans + 1, (size_t)(ctx->graph_n - 1) * sizeof *ctx->graph_plans);
+        ctx->graph_n--;
+        ps_graph_plan_destroy(old); /* the context's reference; a caller's keeps it alive */
+    }
+    if (ctx->graph_n == ctx->graph_cap) {
+        int cap = ctx->graph_cap ? 2 * ctx->graph_cap : 8;
+        ps_graph_plan **v = realloc(ctx->graph_plans, (size_t)cap * sizeof *v);
+        if (v) {
+            ctx->graph_plans = v;
+            ctx->graph_cap = cap;
+        }
+    }
+    if (ctx->graph_n < ctx->graph_cap) {
+        __atomic_add_fetch(&pl->refs, 1, __ATOMIC_ACQ_REL);
+        ctx->graph_plans[ctx->graph_n++] = pl;
+    }
+    pthread_mutex_unlock(&ctx->cache_lock);
+}
+
 ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_graph_options *opts, ps_graph_plan **out)
 {
     static const char who[] = "ps_graph_plan_create";
@@ -658,8 +719,20 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
     ps_status st = check_options(graph, opts);
     if (st) return st;
     double t0 = ps_now_ms();
+    uint64_t key[2];
+    const int use_cache = !(opts->flags & PS_GRAPH_NO_CACHE);
+    plan_key(graph, opts, opts->num_threads ? opts->num_threads : ctx->num_threads, key);
+    if (use_cache && (*out = cache_lookup(ctx, key))) {
+        if (ctx->verbose)
+            fprintf(stderr, "polysci_verbose,graph_create,%d stages,%d groups,%s,%.3f,cache_hit\n", (*out)->pipe.n,
+                    (*out)->n_groups, (*out)->k->isa, ps_now_ms() - t0);
+        return PS_SUCCESS;
+    }
     ps_graph_plan *pl = calloc(1, sizeof *pl);
     if (!pl) return ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
+    pl->refs = 1;
+    pl->key[0] = key[0];
+    pl->key[1] = key[1];
     pl->ctx = ctx;
     pl->opts = *opts;
     pl->opts.group_of = NULL;
@@ -731,8 +804,9 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
     }
     pl->plan_ms = ps_now_ms() - t0;
     if (ctx->verbose)
-        fprintf(stderr, "polysci_verbose,graph_create,%d stages,%d groups,%s,%.3f\n", p->n, pl->n_groups, pl->k->isa,
-                pl->plan_ms);
+        fprintf(stderr, "polysci_verbose,graph_create,%d stages,%d groups,%s,%.3f,planned\n", p->n, pl->n_groups,
+                pl->k->isa, pl->plan_ms);
+    if (use_cache) cache_insert(ctx, pl);
     *out = pl;
     return PS_SUCCESS;
 }

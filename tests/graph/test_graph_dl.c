@@ -22,6 +22,7 @@
  * per chain (default 9; 1 isolates single stages). */
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "graph_engine.h"
 #include "graph_ref.h"
@@ -423,6 +424,83 @@ static void print_chain(const chain *ch)
     }
 }
 
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* The context's graph plan cache: the same graph, or an identical one built
+ * anew, gets the same plan at once; a graph differing in one weight, in its
+ * outputs or in the options gets its own; PS_GRAPH_NO_CACHE bypasses it;
+ * references outlive ps_context_forget_plans. */
+static void test_plan_cache(ps_context *ctx, uint64_t seed)
+{
+    chain ch, ch2;
+    for (uint64_t s = seed;; s++) {
+        tu_rng r = {s};
+        gen_chain(&r, &ch, 9);
+        int convs = 0;
+        for (int i = 0; i < ch.n; i++) convs += ch.o[i].kind == OP_CONV;
+        if (convs) break;
+        free_chain(&ch);
+    }
+    ch2 = ch; /* the same parameters (pointers shared: built before ch is freed) */
+    ps_graph *g1 = NULL, *g2 = NULL, *g3 = NULL;
+    TU_OK(ps_graph_create(&g1));
+    TU_OK(build(&ch, g1));
+    TU_OK(ps_graph_create(&g2));
+    TU_OK(build(&ch2, g2));
+    int conv = 1;
+    while (ch.o[conv].kind != OP_CONV) conv++;
+    ch.o[conv].wt[0] += 1.0f; /* one weight differs */
+    TU_OK(ps_graph_create(&g3));
+    TU_OK(build(&ch, g3));
+    ps_graph_plan *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL;
+    TU_OK(ps_graph_plan_create(ctx, g1, NULL, &a));
+    double t0 = now_ms();
+    TU_OK(ps_graph_plan_create(ctx, g2, NULL, &b));
+    double hit_ms = now_ms() - t0;
+    TU_CHECK(a == b, "an identical graph built anew did not get the cached plan");
+    TU_CHECK(hit_ms < 1.0, "a cached plan took %.3f ms (at most 1 ms)", hit_ms);
+    TU_OK(ps_graph_plan_create(ctx, g3, NULL, &c));
+    TU_CHECK(c != a, "a graph with another weight got the same plan");
+    ps_graph_options o;
+    ps_graph_options_init(&o);
+    o.fusion = PS_FUSION_NONE;
+    TU_OK(ps_graph_plan_create(ctx, g1, &o, &d));
+    TU_CHECK(d != a, "other options got the same plan");
+    ps_graph_options_init(&o);
+    o.flags = PS_GRAPH_NO_CACHE;
+    TU_OK(ps_graph_plan_create(ctx, g1, &o, &e));
+    TU_CHECK(e != a, "PS_GRAPH_NO_CACHE returned the cached plan");
+    ps_graph_destroy(g1);
+    ps_graph_destroy(g2);
+    ps_graph_destroy(g3);
+    ps_context_forget_plans(ctx);
+    /* the caller's references still run */
+    const op *in = &ch2.o[0], *out = &ch2.o[ch2.out[0]];
+    float *x = tu_alloc_f(in->n * in->h * in->w * in->c);
+    float *y[2] = {tu_alloc_f(out->n * out->h * out->w * out->c), NULL};
+    if (ch2.n_out > 1) {
+        const op *o2 = &ch2.o[ch2.out[1]];
+        y[1] = tu_alloc_f(o2->n * o2->h * o2->w * o2->c);
+    }
+    tu_fill(x, in->n * in->h * in->w * in->c, 0.5f);
+    const float *xs[1] = {x};
+    TU_OK(ps_graph_execute(b, xs, y, NULL));
+    ps_graph_plan_destroy(a);
+    TU_OK(ps_graph_execute(b, xs, y, NULL));
+    ps_graph_plan_destroy(b);
+    ps_graph_plan_destroy(c);
+    ps_graph_plan_destroy(d);
+    ps_graph_plan_destroy(e);
+    free(x), free(y[0]), free(y[1]);
+    free_chain(&ch);
+    printf("test_graph_dl: plan cache: hit in %.3f ms\n", hit_ms);
+}
+
 int main(void)
 {
     uint64_t seed = tu_seed("test_graph_dl", 4901);
@@ -538,6 +616,7 @@ int main(void)
     printf("test_graph_dl: %d chains, %ld stages in %ld DP groups, %ld elements compared; largest error / bound: dp %.3f, "
            "greedy %.3f, none %.3f\n",
            count, stages_total, fused_groups, elems, worst[0], worst[1], worst[2]);
+    test_plan_cache(ctx, seed);
     ps_context_destroy(ctx);
     return tu_finish("test_graph_dl");
 }
