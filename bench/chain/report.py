@@ -112,8 +112,8 @@ def main():
         dat = a.png + ".dat"
         with open(dat, "w") as fh:
             for i, (b, s, n, r) in enumerate(plot_rows):
-                fh.write("%d %s %s_N%d %.4f\n" % (i, b, s, n, r if math.isfinite(r) else 0))
-        gp = ("set terminal pngcairo size 1400,500; set output '%s'; set style fill solid 0.8; set boxwidth 0.8;"
+                fh.write("%d %s/N%d %s %.4f\n" % (i, b, n, s, r if math.isfinite(r) else 0))
+        gp = ("set terminal pngcairo size 1400,500 noenhanced; set output '%s'; set style fill solid 0.8; set boxwidth 0.8;"
               "set ylabel 'best oneDNN time / polysci time'; set xtics rotate by 90 right font ',8'; set bmargin 7; set grid ytics;"
               "set yrange [0:*]; set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 2;"
               "plot '%s' using 1:4:xtic(2) with boxes notitle" % (a.png, dat))
