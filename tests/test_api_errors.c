@@ -282,9 +282,16 @@ static void test_desc(ps_context *ctx)
         CONV_FIELD_ERR(weight_layout, (ps_weight_layout)(bad_layouts[i] == 2 ? 3 : bad_layouts[i]),
                        PS_ERR_INVALID_ARG);
     }
-    CONV_FIELD_ERR(post_ops, 8u, PS_ERR_INVALID_ARG);
+    CONV_FIELD_ERR(post_ops, 16u, PS_ERR_INVALID_ARG);
     CONV_FIELD_ERR(post_ops, PS_POST_RELU | PS_POST_RELU6, PS_ERR_INVALID_ARG);
-    CONV_FIELD_ERR(post_ops, PS_POST_BIAS | 16u, PS_ERR_INVALID_ARG);
+    CONV_FIELD_ERR(post_ops, PS_POST_BIAS | 32u, PS_ERR_INVALID_ARG);
+    {
+        /* the residual add reads NHWC only */
+        d = good_conv();
+        d.u.conv.layout = PS_LAYOUT_NCHW;
+        d.u.conv.post_ops = PS_POST_SUM;
+        expect_desc_error(ctx, &d, PS_ERR_UNSUPPORTED, "PS_POST_SUM with NCHW");
+    }
     CONV_FIELD_ERR(post_ops, 0x80000000u, PS_ERR_INVALID_ARG);
     /* buffers whose element or byte counts overflow int64/size_t */
     {
@@ -593,7 +600,7 @@ static void test_plan(ps_context *ctx)
     ps_exec_args a;
     ps_exec_args_init(&a);
     TU_CHECK(a.struct_size == sizeof a && !a.src && !a.weights && !a.bias && !a.dst && !a.a && !a.b && !a.c &&
-             !a.workspace, "ps_exec_args_init defaults");
+             !a.workspace && !a.sum, "ps_exec_args_init defaults");
     a.src = src; a.weights = packed; a.bias = bias; a.dst = dst;
     TU_OK(ps_plan_execute(cp, &a));
     EXEC_ERR(PS_ERR_NULL_POINTER, ps_plan_execute(NULL, &a), dst, ndst);
@@ -640,6 +647,42 @@ static void test_plan(ps_context *ctx)
             TU_OK(ps_plan_pack_weights(p, w, pk));
             TU_OK(ps_conv_execute(p, src, pk, NULL, dst));
             free(pk);
+        }
+        ps_plan_destroy(p);
+    }
+
+    /* a residual add (PS_POST_SUM): needs args.sum; dst = relu(conv + bias + sum) */
+    if (cd.u.conv.layout == PS_LAYOUT_NHWC) {
+        ps_desc sd = cd;
+        sd.u.conv.post_ops = PS_POST_BIAS | PS_POST_SUM | PS_POST_RELU;
+        ps_plan *p = NULL;
+        TU_OK(ps_plan_create(ctx, &sd, NULL, &p));
+        if (p) {
+            size_t sz = 0;
+            TU_OK(ps_plan_packed_weights_size(p, &sz));
+            float *pk = tu_alloc(sz), *sum = tu_alloc_f(ndst);
+            TU_OK(ps_plan_pack_weights(p, w, pk));
+            for (int64_t i = 0; i < ndst; i++) sum[i] = (float)((i * 7) % 13) * 0.25f - 1.5f;
+            ps_exec_args b;
+            ps_exec_args_init(&b);
+            b.src = src; b.weights = pk; b.bias = bias; b.dst = dst;
+            EXEC_ERR(PS_ERR_NULL_POINTER, ps_plan_execute(p, &b), dst, ndst); /* no sum */
+            b.sum = sum;
+            TU_OK(ps_plan_execute(p, &b));
+            ps_desc plain = cd;
+            plain.u.conv.post_ops = PS_POST_BIAS;
+            double *ref = tu_alloc_d(ndst), *mag = tu_alloc_d(ndst);
+            int64_t L;
+            ref_conv_fwd(&plain.u.conv, src, w, bias, ref, mag, &L);
+            for (int64_t i = 0; i < ndst; i++) {
+                ref[i] += sum[i];
+                mag[i] += fabs(sum[i]);
+                if (ref[i] < 0) ref[i] = 0;
+            }
+            ref_cmp cmp;
+            ref_compare(dst, ref, mag, ndst, L + 1, &cmp);
+            TU_CHECK(cmp.n_bad == 0, "conv + sum + relu wrong: %" PRId64 " bad", cmp.n_bad);
+            free(ref), free(mag), free(pk), free(sum);
         }
         ps_plan_destroy(p);
     }

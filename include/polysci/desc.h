@@ -38,6 +38,8 @@ typedef enum ps_weight_layout {
 #define PS_POST_BIAS 1u /* dst[k] += bias[k] */
 #define PS_POST_RELU 2u /* dst = max(dst, 0), after bias */
 #define PS_POST_RELU6 4u /* dst = min(max(dst, 0), 6), after bias (MobileNet's activation) */
+#define PS_POST_SUM 8u   /* dst += sum (ps_exec_args.sum, a tensor of dst's shape), after bias and before
+                            ReLU/ReLU6: a residual add; NHWC only */
 
 typedef struct ps_conv_desc {
     int64_t N, C, K;            /* batch, input channels, output channels */

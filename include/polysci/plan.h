@@ -106,6 +106,8 @@ typedef struct ps_exec_args {
     float *c;
     /* both */
     void *workspace;             /* optional, ps_plan_workspace_size bytes */
+    /* conv with PS_POST_SUM: added to the output before the activation */
+    const float *sum;            /* N x OH x OW x K, NHWC (may be dst itself) */
 } ps_exec_args;
 
 PS_API void ps_exec_args_init(ps_exec_args *args);

@@ -86,9 +86,11 @@ static ps_status validate_conv(const ps_conv_desc *c, ps_conv_shape *s)
         return ps_error(PS_ERR_INVALID_ARG, "conv: unknown activation layout %d", (int)c->layout);
     if (c->weight_layout != PS_WEIGHTS_KCRS && c->weight_layout != PS_WEIGHTS_KRSC && c->weight_layout != PS_WEIGHTS_RSCK)
         return ps_error(PS_ERR_INVALID_ARG, "conv: unknown weight layout %d", (int)c->weight_layout);
-    if (c->post_ops & ~(PS_POST_BIAS | PS_POST_RELU | PS_POST_RELU6))
+    if (c->post_ops & ~(PS_POST_BIAS | PS_POST_RELU | PS_POST_RELU6 | PS_POST_SUM))
         return ps_error(PS_ERR_INVALID_ARG, "conv: unknown post_ops bits 0x%x",
-                        c->post_ops & ~(PS_POST_BIAS | PS_POST_RELU | PS_POST_RELU6));
+                        c->post_ops & ~(PS_POST_BIAS | PS_POST_RELU | PS_POST_RELU6 | PS_POST_SUM));
+    if ((c->post_ops & PS_POST_SUM) && c->layout != PS_LAYOUT_NHWC)
+        return ps_error(PS_ERR_UNSUPPORTED, "conv: PS_POST_SUM needs NHWC activations");
     if ((c->post_ops & PS_POST_RELU) && (c->post_ops & PS_POST_RELU6))
         return ps_error(PS_ERR_INVALID_ARG, "conv: post_ops has both PS_POST_RELU and PS_POST_RELU6");
     ps_conv_shape_of(c, s);

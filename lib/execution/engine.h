@@ -166,6 +166,7 @@ typedef struct ps_exec_operands {
     const float *src;
     const float *weights;  /* packed data (past the header) */
     const float *bias;
+    const float *sum;      /* PS_POST_SUM: added before the activation, dst's layout */
     float *dst;
     const float *a, *b;
     float *c;

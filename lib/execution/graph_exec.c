@@ -271,12 +271,22 @@ static void px_tap_row(const ps_graph_plan *pl, int s, int64_t y, int64_t x0, in
         }
         for (int t = 0; t < S->n_taps; t++) tb->src[t] = S->w + (size_t)t * (size_t)(C * K);
         unsigned long long count = (unsigned long long)S->n_taps;
+        /* a folded residual: its pixels start the sum, with the bias */
+        const float *res = S->sum_in ? fetch_px(&in[1], K, y, a, np, PS_BOUNDARY_CLAMP, tb->zeros,
+                                                tb->staging + (size_t)X->n_rows * (size_t)(len * C))
+                                     : NULL;
         for (int64_t i = 0; i < np; i += PS_CONV_NB) {
             int64_t nb = np - i < PS_CONV_NB ? np - i : PS_CONV_NB;
             float *o = dp + i * K;
             for (int64_t j = 0; j < nb; j++) {
-                if (S->bias) memcpy(o + j * K, S->bias, (size_t)K * sizeof *o);
-                else memset(o + j * K, 0, (size_t)K * sizeof *o);
+                float *oj = o + j * K;
+                if (res) {
+                    const float *r = res + (i + j) * K;
+                    if (S->bias)
+                        for (int64_t k = 0; k < K; k++) oj[k] = S->bias[k] + r[k];
+                    else memcpy(oj, r, (size_t)K * sizeof *oj);
+                } else if (S->bias) memcpy(oj, S->bias, (size_t)K * sizeof *oj);
+                else memset(oj, 0, (size_t)K * sizeof *oj);
             }
             for (int t = 0; t < S->n_taps; t++)
                 tb->bptr[t] = tb->rowp[X->tap_row[t]] + (S->sx * i + S->dx[t] - X->dx_min) * C;
@@ -709,6 +719,7 @@ static void run_layer_group(const ps_graph_plan *pl, const ps_gx_group *g, const
     a.weights = g->layer_weights;
     a.bias = S->bias;
     a.dst = out.base;
+    if (S->sum_in) a.sum = memory_view(pl, S->in[1], 0, inputs, outputs, ws, 0, &zero).base;
     ps_plan_execute(g->layer, &a); /* checked at plan time: the arguments are the plan's own */
     if (g->layer_clamp) {
         const int64_t rows = S->n * S->dom.h, len = S->dom.w * S->c;

@@ -22,7 +22,7 @@ typedef struct gemm_panel {
 /* Per-thread state of one execution. */
 typedef struct tile_ctx {
     const ps_exec *e;
-    const float *src, *wei, *bias, *a, *b;
+    const float *src, *wei, *bias, *sum, *a, *b;
     int64_t src_shift;          /* floats of src before what it holds: the first copy row
                                    of this thread's input copy x its floats; else 0 */
     float *dst, *c;
@@ -67,12 +67,14 @@ static void zero_tile(float *c, int64_t m, int64_t n, int64_t ldc)
     for (int64_t j = 0; j < n; j++) memset(c + j * ldc, 0, (size_t)m * sizeof *c);
 }
 
-/* relu: 0 none, 1 max(x, 0), 2 min(max(x, 0), 6); one vectorized pass per
- * column of the output block while it is in L1. */
-static void epilogue(const ps_row_kernels *k, float *c, int64_t m, int64_t n, int64_t ldc, const float *bias, int relu)
+/* relu: 0 none, 1 max(x, 0), 2 min(max(x, 0), 6); sum: the residual's
+ * block (ldc apart like c) or NULL; one vectorized pass per column of the
+ * output block while it is in L1. */
+static void epilogue(const ps_row_kernels *k, float *c, int64_t m, int64_t n, int64_t ldc, const float *bias,
+                     const float *sum, int relu)
 {
     const float lo = relu ? 0.0f : -INFINITY, hi = relu == 2 ? 6.0f : INFINITY;
-    for (int64_t j = 0; j < n; j++) k->bias_clamp(c + j * ldc, m, bias, lo, hi);
+    for (int64_t j = 0; j < n; j++) k->bias_clamp(c + j * ldc, m, bias, sum ? sum + j * ldc : NULL, lo, hi);
 }
 
 /* A padded kernel's result (m of its rows, n columns ls apart) into the
@@ -127,6 +129,7 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
 
     const int64_t ow_a = owb * e->ks.n, ow_w = min64(e->ks.n, c->OW - ow_a);
     float *cblk = t->dst + ((n * c->OH + oh) * c->OW + ow_a) * c->K + kb * e->ks.m;
+    const float *sblk = t->sum ? t->sum + ((n * c->OH + oh) * c->OW + ow_a) * c->K + kb * e->ks.m : NULL;
     const int empty = r_hi <= r_lo || e->seg_begin[owb] == e->seg_begin[owb + 1];
     /* Without a segment spanning the block, zero it once and accumulate. */
     int beta = !first;
@@ -174,7 +177,7 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
             beta = 1;
         }
     }
-    if (last && (bias || relu)) epilogue(e->rows, cblk, mk, ow_w, c->K, bias, relu);
+    if (last && (bias || relu || sblk)) epilogue(e->rows, cblk, mk, ow_w, c->K, bias, sblk, relu);
 }
 
 /* Packs A's blocks [mb0, mb1) x [kb0, kb1) (A normalized M x K, stored K x M
@@ -417,7 +420,7 @@ void ps_exec_run(const ps_exec *e, const ps_exec_operands *ops, ps_exec_profile 
     const double t_start = prof ? omp_get_wtime() : 0.0;
     char *ws = (char *)(((uintptr_t)ops->workspace + 63) & ~(uintptr_t)63);
     float *scratch = (float *)ws;
-    tile_ctx base = {.e = e, .src = ops->src, .wei = ops->weights, .bias = ops->bias, .dst = ops->dst};
+    tile_ctx base = {.e = e, .src = ops->src, .wei = ops->weights, .bias = ops->bias, .sum = ops->sum, .dst = ops->dst};
     tile_fn fn = conv_tile;
     size_t scratch_floats = 0;
     if (e->kind == PS_OP_CONV_FWD && e->nchw) {

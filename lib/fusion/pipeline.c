@@ -48,10 +48,10 @@ ps_box ps_box_clamp(const ps_box *b, const ps_box *dom)
 
 ps_box ps_read_box(const ps_pipeline *p, int s, int j, const ps_box *b)
 {
-    (void)j;
     const ps_pstage *st = &p->st[s];
     if (ps_box_empty(b)) return *b;
     int64_t y1 = b->y0 + b->h - 1, x1 = b->x0 + b->w - 1;
+    if (st->kind == PS_NODE_CONV && j >= 1) return *b; /* the residual, read at the output's pixels */
     switch (st->kind) {
     case PS_NODE_GAP: return p->st[st->in[0]].dom;
     case PS_NODE_CONV:
@@ -387,6 +387,85 @@ static int match_clamp(const ps_expr *e, float *lo, float *hi)
     return 0;
 }
 
+/* e with its outer clamps (max with a constant, min with a constant,
+ * clamp by constants) stripped into [lo, hi]. */
+static const ps_expr *strip_clamps(const ps_expr *e, float *lo, float *hi)
+{
+    *lo = -INFINITY;
+    *hi = INFINITY;
+    for (;;) {
+        if (e->op == PS_EXPR_CLAMP && e->arg[1]->op == PS_EXPR_CONST && e->arg[2]->op == PS_EXPR_CONST) {
+            if (e->arg[1]->value > *lo) *lo = e->arg[1]->value;
+            if (e->arg[2]->value < *hi) *hi = e->arg[2]->value;
+            e = e->arg[0];
+            continue;
+        }
+        if (e->op != PS_EXPR_MAX && e->op != PS_EXPR_MIN) return e;
+        const ps_expr *a = e->arg[0], *b = e->arg[1];
+        if (a->op == PS_EXPR_CONST) {
+            const ps_expr *t = a;
+            a = b, b = t;
+        }
+        if (b->op != PS_EXPR_CONST) return e;
+        if (e->op == PS_EXPR_MAX && b->value > *lo) *lo = b->value;
+        if (e->op == PS_EXPR_MIN && b->value < *hi) *hi = b->value;
+        e = a;
+    }
+}
+
+/* A residual add, act(a + conv(...)), folded into the convolution it reads
+ * when nothing else reads that convolution, it is no output and both
+ * operands cover the same pixels and channels: the convolution adds a to
+ * each output block while the block is in L1 (and a layer plan adds it in
+ * its epilogue, PS_POST_SUM), instead of a pass of its own. */
+static void fold_sum(ps_pstage *st, int n)
+{
+    for (int t = 0; t < n; t++) {
+        ps_pstage *A = &st[t];
+        if (A->kind != PS_NODE_POINTWISE || A->n_in != 2 || !A->expr) continue;
+        float lo, hi;
+        const ps_expr *e = strip_clamps(A->expr, &lo, &hi);
+        if (e->op != PS_EXPR_ADD || e->arg[0]->op != PS_EXPR_INPUT || e->arg[1]->op != PS_EXPR_INPUT ||
+            e->arg[0]->index == e->arg[1]->index || lo > hi)
+            continue;
+        for (int side = 0; side < 2; side++) {
+            int p = A->in[side], q = A->in[1 - side], readers = 0;
+            for (int r = p + 1; r < n; r++)
+                for (int j = 0; j < st[r].n_in; j++) readers += st[r].in[j] == p;
+            ps_pstage *P = &st[p];
+            const ps_pstage *Q = &st[q];
+            if (P->kind != PS_NODE_CONV || !P->px || readers != 1 || P->output_index >= 0 || P->act || P->sum_in ||
+                P->c != A->c || Q->c != P->c || memcmp(&P->dom, &Q->dom, sizeof P->dom) || p == q)
+                continue;
+            ps_pstage keep = *A;
+            keep.expr = NULL;
+            ps_expr_free(A->expr);
+            A->expr = NULL;
+            stage_release(A);
+            *A = *P;
+            memset(P, 0, sizeof *P);
+            P->kind = PS_NODE_POINTWISE; /* nothing reads it: dead */
+            P->output_index = P->input_index = -1;
+            size_t len = strlen(A->inlined);
+            snprintf(A->inlined + len, sizeof A->inlined - len, "%s%s", len ? "," : "", A->name);
+            memcpy(A->name, keep.name, sizeof A->name);
+            A->output_index = keep.output_index;
+            A->layout = keep.layout;
+            A->out_region = keep.out_region;
+            A->graph_tensor = keep.graph_tensor;
+            A->n_inlined++;
+            A->n_in = 2;
+            A->in[1] = q;
+            A->bcast[1] = 0;
+            A->sum_in = 1;
+            A->act = lo > -INFINITY || hi < INFINITY;
+            A->act_lo = lo;
+            A->act_hi = hi;
+            break;
+        }
+    }
+}
+
 /* A clamp (ReLU, ReLU6) folded into the convolution or summing stencil it
  * reads, when nothing else reads that stage and it is no output: applied
  * to each output block while it is in L1, instead of a pass of its own. */
@@ -450,7 +529,10 @@ ps_status ps_pipeline_build(const ps_graph *g, int inline_pointwise, ps_pipeline
     for (int t = 0; t < n && !rc; t++) rc = copy_node(g, t, px, &st[t]);
     if (rc) goto fail;
     fold_affine(st, n);
-    if (inline_pointwise) fold_act(st, n);
+    if (inline_pointwise) {
+        fold_act(st, n);
+        fold_sum(st, n);
+    }
     for (int i = 0; i < g->n_inputs; i++) st[g->inputs[i]].input_index = i;
 
     /* Live: graph inputs, outputs and whatever an output reads. */

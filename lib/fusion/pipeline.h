@@ -37,6 +37,8 @@ typedef struct ps_pstage {
     float *pxw;              /* stencil on pixel rows: w[t * c + ch], every channel's (even when shared) */
     float *bias;             /* per output channel, or NULL: stencil, conv, channel mix */
     int affine;              /* a batch normalization (one-tap per-channel stencil) */
+    int sum_in;              /* conv: input 1 (same pixels and channels) is added to the output
+                                before the clamp: a residual add folded in */
     int act;                 /* conv, stencil: the output clamped to [act_lo, act_hi] as it is
                                 computed (a ReLU or ReLU6 stage folded in) */
     float act_lo, act_hi;

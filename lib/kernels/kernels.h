@@ -117,8 +117,9 @@ typedef struct ps_row_kernels {
                    int n_taps, int64_t step, const float *bias);
     /* out[i] = min(max(out[i], lo), hi), i < n */
     void (*clamp)(float *restrict out, int64_t n, float lo, float hi);
-    /* out[i] = min(max(out[i] + bias[i], lo), hi), bias NULL: + 0 */
-    void (*bias_clamp)(float *restrict out, int64_t n, const float *bias, float lo, float hi);
+    /* out[i] = min(max(out[i] + bias[i] + sum[i], lo), hi), bias or sum NULL: + 0
+     * (sum may be out itself) */
+    void (*bias_clamp)(float *out, int64_t n, const float *bias, const float *sum, float lo, float hi);
     /* the same with max (or min) over t of w[t * C + c] * src[t][i * step + c] */
     void (*px_maxmin)(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *src, const float *w,
                       int n_taps, int64_t step, int is_max);

@@ -317,15 +317,21 @@ static void px_maxmin_rows(float *restrict out, int64_t n, int64_t C, int64_t op
 
 /* out[i] = min(max(out[i], lo), hi): a ReLU or ReLU6 folded into the stage
  * that produced the block, while the block is in L1. */
-/* out[i] = min(max(out[i] + bias[i], lo), hi) (bias may be NULL): the
- * layer executor's epilogue of bias, ReLU and ReLU6, one pass per block. */
-static void bias_clamp_rows(float *restrict out, int64_t n, const float *bias, float lo, float hi)
+/* out[i] = min(max(out[i] + bias[i] + sum[i], lo), hi) (bias, sum may be
+ * NULL): the layer executor's epilogue of bias, residual add, ReLU and
+ * ReLU6, one pass per block. */
+static void bias_clamp_rows(float *out, int64_t n, const float *bias, const float *sum, float lo, float hi)
 {
     int64_t i = 0;
-    const v16 vl = splat(lo), vh = splat(hi);
-    for (; i + 16 <= n; i += 16) st(out + i, vmin(vmax(ld(out + i) + (bias ? ld(bias + i) : splat(0.0f)), vl), vh));
+    const v16 vl = splat(lo), vh = splat(hi), z = splat(0.0f);
+    for (; i + 16 <= n; i += 16) {
+        v16 v = ld(out + i) + (bias ? ld(bias + i) : z);
+        if (sum) v += ld(sum + i);
+        st(out + i, vmin(vmax(v, vl), vh));
+    }
     for (; i < n; i++) {
         float v = out[i] + (bias ? bias[i] : 0.0f);
+        if (sum) v += sum[i];
         v = v > lo ? v : lo;
         out[i] = v < hi ? v : hi;
     }

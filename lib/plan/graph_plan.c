@@ -510,10 +510,17 @@ static void plan_layer_groups(ps_graph_plan *pl)
         if (G->n != 1) continue;
         const ps_pstage *S = &p->st[G->mem[0].stage], *I = &p->st[S->in[0]];
         const ps_gx_stage *X = &pl->xs[G->mem[0].stage];
-        if (S->kind != PS_NODE_CONV || !S->px || S->n_in != 1) continue;
-        int in_ok = I->kind == PS_NODE_INPUT ? I->layout == PS_LAYOUT_NHWC
-                                             : I->px && pl->xs[S->in[0]].ws_off != SIZE_MAX && !I->needless &&
-                                                   !memcmp(&I->need, &I->dom, sizeof I->dom);
+        if (S->kind != PS_NODE_CONV || !S->px) continue;
+        /* every input a whole NHWC tensor from (0, 0): a graph input, or a
+         * workspace tensor stored over its domain */
+        int in_ok = 1;
+        for (int j = 0; j < S->n_in; j++) {
+            const ps_pstage *J = &p->st[S->in[j]];
+            in_ok &= J->kind == PS_NODE_INPUT ? J->layout == PS_LAYOUT_NHWC
+                                              : J->px && pl->xs[S->in[j]].ws_off != SIZE_MAX && !J->needless &&
+                                                    !memcmp(&J->need, &J->dom, sizeof J->dom);
+            in_ok &= !J->dom.y0 && !J->dom.x0;
+        }
         int to_out = S->output_index >= 0, to_ws = X->ws_off != SIZE_MAX;
         int out_ok = to_out + to_ws == 1 && (to_out ? S->layout == PS_LAYOUT_NHWC && !memcmp(&S->out_region, &S->dom, sizeof S->dom)
                                                     : !memcmp(&S->need, &S->dom, sizeof S->dom));
@@ -527,7 +534,8 @@ static void plan_layer_groups(ps_graph_plan *pl)
         c->layout = PS_LAYOUT_NHWC;
         c->weight_layout = PS_WEIGHTS_RSCK; /* the stage's [t][c][k] */
         int relu = S->act && S->act_lo == 0.0f && S->act_hi == INFINITY, relu6 = S->act && S->act_lo == 0.0f && S->act_hi == 6.0f;
-        c->post_ops = (S->bias ? PS_POST_BIAS : 0u) | (relu ? PS_POST_RELU : 0u) | (relu6 ? PS_POST_RELU6 : 0u);
+        c->post_ops = (S->bias ? PS_POST_BIAS : 0u) | (relu ? PS_POST_RELU : 0u) | (relu6 ? PS_POST_RELU6 : 0u) |
+                      (S->sum_in ? PS_POST_SUM : 0u);
         ps_plan_options po;
         ps_plan_options_init(&po);
         po.num_threads = pl->nthreads;
@@ -582,7 +590,8 @@ static ps_status layout(ps_graph_plan *pl)
                 case PS_NODE_STENCIL:
                 case PS_NODE_CONV:
                     fetch = ((size_t)S->sx * (w - 1) + (size_t)(X->dx_max - X->dx_min) + 1) * Cin;
-                    need = (size_t)X->n_rows * fetch;
+                    need = (size_t)X->n_rows * fetch + (S->sum_in ? w * C : 0);
+                    if (S->sum_in && w * C > fetch) fetch = w * C;
                     break;
                 case PS_NODE_POINTWISE:
                     need = (size_t)S->n_in * w * C;

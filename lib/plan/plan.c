@@ -182,7 +182,8 @@ ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *n
                      (long long)c->H, (long long)c->W, (long long)c->R, (long long)c->S, (long long)c->stride_h,
                      (long long)c->stride_w, (long long)c->pad_top, (long long)c->pad_bottom, (long long)c->pad_left,
                      (long long)c->pad_right, (long long)c->dilation_h, (long long)c->dilation_w, (long long)OH,
-                     (long long)OW, (c->post_ops & PS_POST_BIAS) ? " +bias" : "", (c->post_ops & PS_POST_RELU) ? " +relu" : (c->post_ops & PS_POST_RELU6) ? " +relu6" : "",
+                     (long long)OW, (c->post_ops & PS_POST_BIAS) ? " +bias" : "", (c->post_ops & PS_POST_SUM) ? ((c->post_ops & PS_POST_RELU) ? " +sum+relu" : (c->post_ops & PS_POST_RELU6) ? " +sum+relu6" : " +sum")
+                     : (c->post_ops & PS_POST_RELU) ? " +relu" : (c->post_ops & PS_POST_RELU6) ? " +relu6" : "",
                      sched, (long long)e->ext[0], (long long)e->ext[1], (long long)e->ext[2], (long long)e->ext[3],
                      (long long)e->ext[4],
                      e->conv.sub_h > 1 || e->conv.sub_w > 1 ? " (strided 1x1: a subsampled input copy, its rows flattened into one)"
@@ -269,6 +270,8 @@ ps_status ps_plan_execute(const ps_plan *plan, const ps_exec_args *args)
         if (!args->dst) return ps_error(PS_ERR_NULL_POINTER, "ps_plan_execute: conv dst is NULL");
         if ((plan->problem.desc.u.conv.post_ops & PS_POST_BIAS) && !args->bias)
             return ps_error(PS_ERR_NULL_POINTER, "ps_plan_execute: the plan adds a bias but bias is NULL");
+        if ((plan->problem.desc.u.conv.post_ops & PS_POST_SUM) && !args->sum)
+            return ps_error(PS_ERR_NULL_POINTER, "ps_plan_execute: the plan adds a sum (PS_POST_SUM) but sum is NULL");
         packed_header h;
         memcpy(&h, args->weights, sizeof h);
         if (h.magic != PS_PACKED_MAGIC || h.signature != plan->weight_signature || h.bytes != plan->packed_bytes)
@@ -277,6 +280,7 @@ ps_status ps_plan_execute(const ps_plan *plan, const ps_exec_args *args)
         ops.src = args->src;
         ops.weights = (const float *)((const char *)args->weights + PS_PACKED_HEADER);
         ops.bias = args->bias;
+        ops.sum = (plan->problem.desc.u.conv.post_ops & PS_POST_SUM) ? args->sum : NULL;
         ops.dst = args->dst;
     } else {
         if (!args->a || !args->b || !args->c)

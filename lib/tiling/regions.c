@@ -52,9 +52,10 @@ static int rat_eq(ps_rat a, ps_rat b) { return a.num == b.num && a.den == b.den;
 int64_t ps_group_member_tile(const ps_rat *scale, int64_t t) { return t * scale->num / scale->den; }
 
 /* Producer coordinate per consumer coordinate along y (dim 0) or x (dim 1)
- * when stage s reads its input. */
-static ps_rat edge_factor(const ps_pstage *s, int dim)
+ * when stage s reads its input j. */
+static ps_rat edge_factor(const ps_pstage *s, int j, int dim)
 {
+    if (s->kind == PS_NODE_CONV && j >= 1) return rat(1, 1); /* a residual, at the output's pixels */
     switch (s->kind) {
     case PS_NODE_CONV:
     case PS_NODE_STENCIL: return rat(dim ? s->sx : s->sy, 1);
@@ -153,7 +154,7 @@ ps_status ps_group_geom_init(const ps_pipeline *p, const int *members, int n, ps
             for (int j = 0; j < S->n_in && g->legal; j++) {
                 int q = ps_group_member_index(g, S->in[j]);
                 if (q < 0) continue;
-                ps_rat fy = rat_mul(g->sy[k], edge_factor(S, 0)), fx = rat_mul(g->sx[k], edge_factor(S, 1));
+                ps_rat fy = rat_mul(g->sy[k], edge_factor(S, j, 0)), fx = rat_mul(g->sx[k], edge_factor(S, j, 1));
                 if (!seen[q]) {
                     seen[q] = 1;
                     g->sy[q] = fy;
@@ -172,16 +173,19 @@ ps_status ps_group_geom_init(const ps_pipeline *p, const int *members, int n, ps
                 int q = ps_group_member_index(g, S->cons[c]);
                 if (q < 0) continue;
                 const ps_pstage *Q = &p->st[g->m[q]];
-                ps_rat fy = rat_div(g->sy[k], edge_factor(Q, 0)), fx = rat_div(g->sx[k], edge_factor(Q, 1));
-                if (!seen[q]) {
-                    seen[q] = 1;
-                    g->sy[q] = fy;
-                    g->sx[q] = fx;
-                    queue[tail++] = q;
-                } else if (!rat_eq(g->sy[q], fy) || !rat_eq(g->sx[q], fx)) {
-                    g->legal = 0;
-                    snprintf(g->why, sizeof g->why,
-                             "\"%s\" is reached at two resolutions: no constant dependences", Q->name);
+                for (int j = 0; j < Q->n_in && g->legal; j++) {
+                    if (Q->in[j] != g->m[k]) continue;
+                    ps_rat fy = rat_div(g->sy[k], edge_factor(Q, j, 0)), fx = rat_div(g->sx[k], edge_factor(Q, j, 1));
+                    if (!seen[q]) {
+                        seen[q] = 1;
+                        g->sy[q] = fy;
+                        g->sx[q] = fx;
+                        queue[tail++] = q;
+                    } else if (!rat_eq(g->sy[q], fy) || !rat_eq(g->sx[q], fx)) {
+                        g->legal = 0;
+                        snprintf(g->why, sizeof g->why,
+                                 "\"%s\" is reached at two resolutions: no constant dependences", Q->name);
+                    }
                 }
             }
         }
@@ -211,7 +215,7 @@ ps_status ps_group_geom_init(const ps_pipeline *p, const int *members, int n, ps
         const ps_pstage *S = &p->st[g->m[k]];
         for (int j = 0; j < S->n_in; j++) {
             if (ps_group_member_index(g, S->in[j]) >= 0) continue;
-            ps_rat fy = rat_mul(g->sy[k], edge_factor(S, 0)), fx = rat_mul(g->sx[k], edge_factor(S, 1));
+            ps_rat fy = rat_mul(g->sy[k], edge_factor(S, j, 0)), fx = rat_mul(g->sx[k], edge_factor(S, j, 1));
             g->align_y = g->align_y / gcd64(g->align_y, fy.den) * fy.den;
             g->align_x = g->align_x / gcd64(g->align_x, fx.den) * fx.den;
         }
@@ -241,8 +245,9 @@ typedef struct access1 {
     int64_t A, P, q0, q1;
 } access1;
 
-static access1 access_dim(const ps_pstage *S, int dim)
+static access1 access_dim(const ps_pstage *S, int j, int dim)
 {
+    if (S->kind == PS_NODE_CONV && j >= 1) return (access1){1, 1, 0, 0}; /* the residual */
     switch (S->kind) {
     case PS_NODE_CONV:
     case PS_NODE_STENCIL: {
@@ -474,11 +479,15 @@ int ps_group_regions(ps_region_cache *rc, const ps_pipeline *p, const ps_group_g
             for (int c = 0; c < S->n_cons && rc_out == 1; c++) {
                 int q = ps_group_member_index(g, S->cons[c]);
                 if (q < 0) continue;
-                access1 acc = access_dim(&p->st[g->m[q]], dim);
-                form1 img;
-                int r = image(rc, &acc, &R[q], &img);
-                if (r != 1) rc_out = r < 0 ? -1 : 0;
-                else if (!hull1(&R[k], &have, &img)) rc_out = 0;
+                const ps_pstage *Q = &p->st[g->m[q]];
+                for (int j = 0; j < Q->n_in && rc_out == 1; j++) {
+                    if (Q->in[j] != g->m[k]) continue;
+                    access1 acc = access_dim(Q, j, dim);
+                    form1 img;
+                    int r = image(rc, &acc, &R[q], &img);
+                    if (r != 1) rc_out = r < 0 ? -1 : 0;
+                    else if (!hull1(&R[k], &have, &img)) rc_out = 0;
+                }
             }
             if (rc_out == 1 && !have) rc_out = 0;
             if (rc_out != 1) break;
@@ -497,15 +506,15 @@ int ps_group_regions(ps_region_cache *rc, const ps_pipeline *p, const ps_group_g
             form1 L = {0, 0, 0};
             for (int k = 0; k < n && rc_out == 1; k++) {
                 const ps_pstage *S = &p->st[g->m[k]];
-                int reads = 0;
-                for (int j = 0; j < S->n_in; j++) reads |= S->in[j] == g->livein[i];
-                if (!reads) continue;
-                access1 acc = access_dim(S, dim);
-                form1 img;
-                int r = image(rc, &acc, &R[k], &img);
-                if (r != 1) rc_out = r < 0 ? -1 : 0;
-                else if (!hull1(&L, &have, &img) && img.h > L.h)
-                    L = img; /* read at two resolutions: the larger region sizes the cost */
+                for (int j = 0; j < S->n_in && rc_out == 1; j++) {
+                    if (S->in[j] != g->livein[i]) continue;
+                    access1 acc = access_dim(S, j, dim);
+                    form1 img;
+                    int r = image(rc, &acc, &R[k], &img);
+                    if (r != 1) rc_out = r < 0 ? -1 : 0;
+                    else if (!hull1(&L, &have, &img) && img.h > L.h)
+                        L = img; /* read at two resolutions: the larger region sizes the cost */
+                }
             }
             if (dim) {
                 forms[n + i].ax = L.a;

@@ -221,6 +221,7 @@ class ExecArgsC(ctypes.Structure):
         ("b", ctypes.c_void_p),
         ("c", ctypes.c_void_p),
         ("workspace", ctypes.c_void_p),
+        ("sum", ctypes.c_void_p),
     ]
 
 
