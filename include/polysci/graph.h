@@ -70,7 +70,8 @@ typedef enum ps_boundary {
     PS_BOUNDARY_CLAMP = 1, /* the nearest pixel of the domain (repeat edge) */
     PS_BOUNDARY_VALID = 2, /* none: the stage is defined only where every read is inside */
     PS_BOUNDARY_IGNORE = 3 /* the read takes no part: 0 in a sum, -inf in a max, +inf in a min
-                              (max pooling's padding); the domain is that of ZERO */
+                              (max pooling's padding; a max or min needs positive weights); the
+                              domain is that of ZERO */
 } ps_boundary;
 
 typedef enum ps_reduce {

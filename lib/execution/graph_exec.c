@@ -245,6 +245,50 @@ static void tap_parts(const ps_pstage *S, const ps_gx_stage *X, const view *in, 
  * input in place, the edges through copies with the boundary applied. The
  * convolution is a batch-reduce GEMM per block of up to PS_CONV_NB pixels:
  * C[K x n] (bias-filled) += sum over taps of W_t[K x C] * In_t[C x n]. */
+/* The first nb output pixels of a convolution block before its GEMM adds
+ * the taps: the bias, plus a folded residual's pixels (res, K apart). */
+static void conv_prefill(const ps_pstage *S, float *o, int64_t nb, const float *res)
+{
+    const int64_t K = S->c;
+    for (int64_t j = 0; j < nb; j++) {
+        float *oj = o + j * K;
+        if (res) {
+            const float *r = res + j * K;
+            if (S->bias)
+                for (int64_t k = 0; k < K; k++) oj[k] = S->bias[k] + r[k];
+            else memcpy(oj, r, (size_t)K * sizeof *oj);
+        } else if (S->bias) memcpy(oj, S->bias, (size_t)K * sizeof *oj);
+        else memset(oj, 0, (size_t)K * sizeof *oj);
+    }
+}
+
+/* One output pixel of a tap stage whose taps point at its input's pixels
+ * (tb->src for a stencil, tb->bptr for a convolution): the edge pixels,
+ * whose taps outside the input read the fill row instead of a copy of
+ * the row with the boundary applied. */
+static void px_tap_pixel(const ps_graph_plan *pl, const ps_pstage *S, const ps_gx_stage *X, int64_t C, float *o,
+                         const float *res, thread_bufs *tb)
+{
+    const int64_t K = S->c;
+    if (S->kind == PS_NODE_STENCIL) {
+        if (S->reduce == PS_REDUCE_SUM) pl->k->px_sum(o, 1, C, K, tb->src, S->pxw, S->n_taps, 0, S->bias);
+        else pl->k->px_maxmin(o, 1, C, K, tb->src, S->pxw, S->n_taps, 0, S->reduce == PS_REDUCE_MAX);
+    } else {
+        unsigned long long count = (unsigned long long)S->n_taps;
+        conv_prefill(S, o, 1, res);
+        X->conv_k[1](tb->src, tb->bptr, o, &count);
+    }
+    if (S->act) pl->k->clamp(o, K, S->act_lo, S->act_hi);
+}
+
+/* A stencil (depthwise convolution, pooling, batch normalization) or a
+ * convolution, one output row on pixel rows: the interior part reads its
+ * input in place; the edges too where the boundary is a fill (zero, or
+ * ignore) and the input stores whole pixels, pixel by pixel with the taps
+ * outside pointing at the fill row, else through copies of the rows with
+ * the boundary applied. The convolution is a batch-reduce GEMM per block
+ * of up to PS_CONV_NB pixels: C[K x n] (bias-filled) += sum over taps of
+ * W_t[K x C] * In_t[C x n]. */
 static void px_tap_row(const ps_graph_plan *pl, int s, int64_t y, int64_t x0, int64_t w, const view *in, float *dst,
                        thread_bufs *tb)
 {
@@ -254,14 +298,37 @@ static void px_tap_row(const ps_graph_plan *pl, int s, int64_t y, int64_t x0, in
     const float *fill = fill_row(S, tb);
     int64_t part[3][2];
     tap_parts(S, X, &in[0], x0, w, part);
+    if (S->kind == PS_NODE_CONV)
+        for (int t = 0; t < S->n_taps; t++) tb->src[t] = S->w + (size_t)t * (size_t)(C * K);
+    const int in_place_edges = outside_is_fill(S->boundary) && px_contiguous(&in[0], C);
     for (int pi = 0; pi < 3; pi++) {
         int64_t a = part[pi][0], np = part[pi][1] - a;
         if (np <= 0) continue;
+        float *dp = dst + (a - x0) * K;
+        if (pi != 1 && in_place_edges) {
+            const view *v = &in[0];
+            const float *rowb[PS_STENCIL_MAX_TAPS];
+            for (int r = 0; r < X->n_rows; r++) {
+                int64_t yr = S->sy * y + X->row_dy[r];
+                rowb[r] = yr >= v->dom.y0 && yr < v->dom.y0 + v->dom.h ? v->base + row_slot(v, yr) * v->rs : NULL;
+            }
+            const float *res = S->sum_in ? fetch_px(&in[1], K, y, a, np, PS_BOUNDARY_CLAMP, tb->zeros, tb->staging) : NULL;
+            const float **taps = S->kind == PS_NODE_STENCIL ? tb->src : tb->bptr;
+            for (int64_t i = 0; i < np; i++) {
+                int64_t x = a + i;
+                for (int t = 0; t < S->n_taps; t++) {
+                    int64_t col = S->sx * x + S->dx[t];
+                    const float *rb = rowb[X->tap_row[t]];
+                    taps[t] = rb && col >= v->dom.x0 && col < v->dom.x0 + v->dom.w ? rb + (col - v->x0) * C : fill;
+                }
+                px_tap_pixel(pl, S, X, C, dp + i * K, res ? res + i * K : NULL, tb);
+            }
+            continue;
+        }
         int64_t len = S->sx * (np - 1) + (X->dx_max - X->dx_min) + 1, xs = S->sx * a + X->dx_min;
         for (int r = 0; r < X->n_rows; r++)
             tb->rowp[r] = fetch_px(&in[0], C, S->sy * y + X->row_dy[r], xs, len, S->boundary, fill,
                                    tb->staging + (size_t)r * (size_t)(len * C));
-        float *dp = dst + (a - x0) * K;
         if (S->kind == PS_NODE_STENCIL) {
             for (int t = 0; t < S->n_taps; t++) tb->src[t] = tb->rowp[X->tap_row[t]] + (S->dx[t] - X->dx_min) * C;
             if (S->reduce == PS_REDUCE_SUM) pl->k->px_sum(dp, np, C, K, tb->src, S->pxw, S->n_taps, S->sx * C, S->bias);
@@ -269,7 +336,6 @@ static void px_tap_row(const ps_graph_plan *pl, int s, int64_t y, int64_t x0, in
             if (S->act) pl->k->clamp(dp, np * K, S->act_lo, S->act_hi);
             continue;
         }
-        for (int t = 0; t < S->n_taps; t++) tb->src[t] = S->w + (size_t)t * (size_t)(C * K);
         unsigned long long count = (unsigned long long)S->n_taps;
         /* a folded residual: its pixels start the sum, with the bias */
         const float *res = S->sum_in ? fetch_px(&in[1], K, y, a, np, PS_BOUNDARY_CLAMP, tb->zeros,
@@ -278,16 +344,7 @@ static void px_tap_row(const ps_graph_plan *pl, int s, int64_t y, int64_t x0, in
         for (int64_t i = 0; i < np; i += PS_CONV_NB) {
             int64_t nb = np - i < PS_CONV_NB ? np - i : PS_CONV_NB;
             float *o = dp + i * K;
-            for (int64_t j = 0; j < nb; j++) {
-                float *oj = o + j * K;
-                if (res) {
-                    const float *r = res + (i + j) * K;
-                    if (S->bias)
-                        for (int64_t k = 0; k < K; k++) oj[k] = S->bias[k] + r[k];
-                    else memcpy(oj, r, (size_t)K * sizeof *oj);
-                } else if (S->bias) memcpy(oj, S->bias, (size_t)K * sizeof *oj);
-                else memset(oj, 0, (size_t)K * sizeof *oj);
-            }
+            conv_prefill(S, o, nb, res ? res + i * K : NULL);
             for (int t = 0; t < S->n_taps; t++)
                 tb->bptr[t] = tb->rowp[X->tap_row[t]] + (S->sx * i + S->dx[t] - X->dx_min) * C;
             X->conv_k[nb](tb->src, tb->bptr, o, &count);

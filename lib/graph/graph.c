@@ -285,6 +285,15 @@ ps_status ps_graph_add_stencil(ps_graph *g, const char *name, const ps_stencil *
     memcpy(nd.dy, sd->dy, (size_t)sd->n_taps * sizeof *nd.dy);
     memcpy(nd.dx, sd->dx, (size_t)sd->n_taps * sizeof *nd.dx);
     for (size_t i = 0; i < nw; i++) nd.w[i] = sd->weights ? sd->weights[i] : 1.0f;
+    /* IGNORE in a max (min) reads -inf (+inf) outside: a weight must keep its sign */
+    for (size_t i = 0; nd.boundary == PS_BOUNDARY_IGNORE && nd.reduce != PS_REDUCE_SUM && i < nw; i++)
+        if (!(nd.w[i] > 0.0f)) {
+            ps_node_release(&nd);
+            return ps_error(PS_ERR_UNSUPPORTED,
+                            "%s: \"%s\": boundary IGNORE with a max or min reduction needs positive weights (weight %zu "
+                            "is %g)",
+                            who, nd.name, i, (double)(sd->weights ? sd->weights[i] : 1.0f));
+        }
     int dy0, dy1, dx0, dx1;
     ps_stencil_extent(&nd, &dy0, &dy1, &dx0, &dx1);
     if (nd.boundary == PS_BOUNDARY_VALID) {
