@@ -239,8 +239,7 @@ static void px_sum_rows(float *restrict out, int64_t n, int64_t C, int64_t ops, 
     int64_t c = 0;
     for (; c + 16 <= C; c += 16) {
         const v16 b = bias ? ld(bias + c) : splat(0.0f);
-        int64_t i = 0;
-        for (; i + 4 <= n; i += 4) {
+        for (int64_t i = 0; i + 4 <= n; i += 4) {
             v16 a0 = b, a1 = b, a2 = b, a3 = b;
             const int64_t s0 = i * step + c;
             for (int t = 0; t < n_taps; t++) {
@@ -256,10 +255,32 @@ static void px_sum_rows(float *restrict out, int64_t n, int64_t C, int64_t ops, 
             st(out + (i + 2) * ops + c, a2);
             st(out + (i + 3) * ops + c, a3);
         }
-        for (; i < n; i++) {
-            v16 a0 = b;
-            for (int t = 0; t < n_taps; t++) a0 += ld(w + (int64_t)t * C + c) * ld(src[t] + i * step + c);
-            st(out + i * ops + c, a0);
+    }
+    /* the last n % 4 pixels (and single edge pixels): four channel vectors
+     * at a time, so four FMA chains run side by side */
+    const int64_t n4 = n / 4 * 4, c16 = C / 16 * 16;
+    for (int64_t i = n4; i < n; i++) {
+        const int64_t si = i * step;
+        int64_t c2 = 0;
+        for (; c2 + 64 <= c16; c2 += 64) {
+            v16 a0 = bias ? ld(bias + c2) : splat(0.0f), a1 = bias ? ld(bias + c2 + 16) : splat(0.0f);
+            v16 a2 = bias ? ld(bias + c2 + 32) : splat(0.0f), a3 = bias ? ld(bias + c2 + 48) : splat(0.0f);
+            for (int t = 0; t < n_taps; t++) {
+                const float *sp = src[t] + si + c2, *wt = w + (int64_t)t * C + c2;
+                a0 += ld(wt) * ld(sp);
+                a1 += ld(wt + 16) * ld(sp + 16);
+                a2 += ld(wt + 32) * ld(sp + 32);
+                a3 += ld(wt + 48) * ld(sp + 48);
+            }
+            st(out + i * ops + c2, a0);
+            st(out + i * ops + c2 + 16, a1);
+            st(out + i * ops + c2 + 32, a2);
+            st(out + i * ops + c2 + 48, a3);
+        }
+        for (; c2 < c16; c2 += 16) {
+            v16 a0 = bias ? ld(bias + c2) : splat(0.0f);
+            for (int t = 0; t < n_taps; t++) a0 += ld(w + (int64_t)t * C + c2) * ld(src[t] + si + c2);
+            st(out + i * ops + c2, a0);
         }
     }
     for (; c + 8 <= C; c += 8) {
