@@ -300,6 +300,37 @@ static int inline_into(ps_pstage *st, int pw, int q, ps_status *err)
     return 1;
 }
 
+/* Readers of stage p among the stages after it. */
+static int count_readers(const ps_pstage *st, int n, int p)
+{
+    int readers = 0;
+    for (int q = p + 1; q < n; q++)
+        for (int j = 0; j < st[q].n_in; j++) readers += st[q].in[j] == p;
+    return readers;
+}
+
+/* Stage a takes over its producer p: p's computation under a's identity
+ * (name, output marking, graph tensor); a's own arrays are released and p,
+ * read by nothing else, is left dead. p's name joins a's inlined names. */
+static void take_over(ps_pstage *st, int a, int p)
+{
+    ps_pstage *A = &st[a], *P = &st[p];
+    ps_pstage keep = *A; /* its plain fields; its arrays die with stage_release */
+    stage_release(A);
+    *A = *P;
+    memset(P, 0, sizeof *P);
+    P->kind = PS_NODE_POINTWISE; /* nothing reads it: dead */
+    P->output_index = P->input_index = -1;
+    size_t len = strlen(A->inlined);
+    snprintf(A->inlined + len, sizeof A->inlined - len, "%s%s", len ? "," : "", A->name);
+    memcpy(A->name, keep.name, sizeof A->name);
+    A->output_index = keep.output_index;
+    A->layout = keep.layout;
+    A->out_region = keep.out_region;
+    A->graph_tensor = keep.graph_tensor;
+    A->n_inlined++;
+}
+
 /* Batch normalization folded into its producer (seed 002's inlining, at
  * plan time): an affine stage whose input is a convolution, a depthwise
  * (per-channel sum) stencil or a channel mix that nothing else reads and
@@ -310,9 +341,7 @@ static void fold_affine(ps_pstage *st, int n)
     for (int t = 0; t < n; t++) {
         ps_pstage *A = &st[t];
         if (!A->affine) continue;
-        int p = A->in[0], readers = 0;
-        for (int q = p + 1; q < n; q++)
-            for (int j = 0; j < st[q].n_in; j++) readers += st[q].in[j] == p;
+        int p = A->in[0], readers = count_readers(st, n, p);
         ps_pstage *P = &st[p];
         int foldable = P->kind == PS_NODE_CONV || P->kind == PS_NODE_MIX ||
                        (P->kind == PS_NODE_STENCIL && P->reduce == PS_REDUCE_SUM && P->per_channel);
@@ -333,21 +362,9 @@ static void fold_affine(ps_pstage *st, int n)
         for (int64_t k = 0; k < K; k++) A->bias[k] = (P->bias ? P->bias[k] : 0.0f) * scale[k] + shift[k];
         float *bias = A->bias;
         A->bias = NULL;
-        ps_pstage keep = *A;
-        stage_release(A);
-        *A = *P;
-        memset(P, 0, sizeof *P);
-        P->kind = PS_NODE_POINTWISE; /* nothing reads it: dead */
-        P->output_index = P->input_index = -1;
+        take_over(st, t, p);
         free(A->bias);
         A->bias = bias;
-        snprintf(A->inlined, sizeof A->inlined, "%s", A->name);
-        memcpy(A->name, keep.name, sizeof A->name);
-        A->output_index = keep.output_index;
-        A->layout = keep.layout;
-        A->out_region = keep.out_region;
-        A->graph_tensor = keep.graph_tensor;
-        A->n_inlined = 1;
     }
 }
 
@@ -429,31 +446,13 @@ static void fold_sum(ps_pstage *st, int n)
             e->arg[0]->index == e->arg[1]->index || lo > hi)
             continue;
         for (int side = 0; side < 2; side++) {
-            int p = A->in[side], q = A->in[1 - side], readers = 0;
-            for (int r = p + 1; r < n; r++)
-                for (int j = 0; j < st[r].n_in; j++) readers += st[r].in[j] == p;
+            int p = A->in[side], q = A->in[1 - side], readers = count_readers(st, n, p);
             ps_pstage *P = &st[p];
             const ps_pstage *Q = &st[q];
             if (P->kind != PS_NODE_CONV || !P->px || readers != 1 || P->output_index >= 0 || P->act || P->sum_in ||
                 P->c != A->c || Q->c != P->c || memcmp(&P->dom, &Q->dom, sizeof P->dom) || p == q)
                 continue;
-            ps_pstage keep = *A;
-            keep.expr = NULL;
-            ps_expr_free(A->expr);
-            A->expr = NULL;
-            stage_release(A);
-            *A = *P;
-            memset(P, 0, sizeof *P);
-            P->kind = PS_NODE_POINTWISE; /* nothing reads it: dead */
-            P->output_index = P->input_index = -1;
-            size_t len = strlen(A->inlined);
-            snprintf(A->inlined + len, sizeof A->inlined - len, "%s%s", len ? "," : "", A->name);
-            memcpy(A->name, keep.name, sizeof A->name);
-            A->output_index = keep.output_index;
-            A->layout = keep.layout;
-            A->out_region = keep.out_region;
-            A->graph_tensor = keep.graph_tensor;
-            A->n_inlined++;
+            take_over(st, t, p);
             A->n_in = 2;
             A->in[1] = q;
             A->bcast[1] = 0;
@@ -475,30 +474,12 @@ static void fold_act(ps_pstage *st, int n)
         ps_pstage *A = &st[t];
         float lo, hi;
         if (A->kind != PS_NODE_POINTWISE || A->n_in != 1 || !A->expr || !match_clamp(A->expr, &lo, &hi)) continue;
-        int p = A->in[0], readers = 0;
-        for (int q = p + 1; q < n; q++)
-            for (int j = 0; j < st[q].n_in; j++) readers += st[q].in[j] == p;
+        int p = A->in[0], readers = count_readers(st, n, p);
         ps_pstage *P = &st[p];
         int foldable = P->kind == PS_NODE_CONV || (P->kind == PS_NODE_STENCIL && P->reduce == PS_REDUCE_SUM) ||
                        P->kind == PS_NODE_MIX;
         if (readers != 1 || P->output_index >= 0 || !foldable || P->act || P->c != A->c) continue;
-        ps_pstage keep = *A;
-        keep.expr = NULL;
-        ps_expr_free(A->expr);
-        A->expr = NULL;
-        stage_release(A);
-        *A = *P;
-        memset(P, 0, sizeof *P);
-        P->kind = PS_NODE_POINTWISE; /* nothing reads it: dead */
-        P->output_index = P->input_index = -1;
-        size_t len = strlen(A->inlined);
-        snprintf(A->inlined + len, sizeof A->inlined - len, "%s%s", len ? "," : "", A->name);
-        memcpy(A->name, keep.name, sizeof A->name);
-        A->output_index = keep.output_index;
-        A->layout = keep.layout;
-        A->out_region = keep.out_region;
-        A->graph_tensor = keep.graph_tensor;
-        A->n_inlined++;
+        take_over(st, t, p);
         A->act = 1;
         A->act_lo = lo;
         A->act_hi = hi;
