@@ -582,49 +582,29 @@ static ps_status layout(ps_graph_plan *pl)
             M->scr_off = off;
             if (!M->direct && M->fused_into < 0) off += round16((size_t)S->c * (size_t)M->scr_h * (size_t)M->scr_rs);
             if (M->n_fused && (size_t)S->n_in * PS_FUSED_CHUNK > fused) fused = (size_t)S->n_in * PS_FUSED_CHUNK;
+            /* rows of pixel-row stages hold all their channels */
             size_t w = (size_t)M->max_w, need = 0, fetch = w;
-            if (S->px) {
-                /* pixel rows: every row is w pixels of all channels */
-                size_t C = (size_t)S->c, Cin = S->n_in ? (size_t)p->st[S->in[0]].c : C;
-                switch (S->kind) {
-                case PS_NODE_STENCIL:
-                case PS_NODE_CONV:
-                    fetch = ((size_t)S->sx * (w - 1) + (size_t)(X->dx_max - X->dx_min) + 1) * Cin;
-                    need = (size_t)X->n_rows * fetch + (S->sum_in ? w * C : 0);
-                    if (S->sum_in && w * C > fetch) fetch = w * C;
-                    break;
-                case PS_NODE_POINTWISE:
-                    need = (size_t)S->n_in * w * C;
-                    if ((size_t)S->prog.n_regs * PS_VCHUNK > regs) regs = (size_t)S->prog.n_regs * PS_VCHUNK;
-                    break;
-                case PS_NODE_CONCAT:
-                case PS_NODE_GAP:
-                    for (int j = 0; j < S->n_in; j++)
-                        if ((size_t)p->st[S->in[j]].c * w > need) need = (size_t)p->st[S->in[j]].c * w;
-                    if (S->kind == PS_NODE_GAP) need = (size_t)p->st[S->in[0]].need.w * C;
-                    fetch = need;
-                    break;
-                case PS_NODE_RESAMPLE:
-                    fetch = 2 * w + 4;
-                    need = 2 * fetch;
-                    break;
-                default: break;
-                }
-                if (need > staging) staging = need;
-                if (fetch > zeros) zeros = fetch;
-                if (w * C + 16 > temp) temp = w * C + 16;
-                continue;
-            }
+            const size_t C = S->px ? (size_t)S->c : 1, Cin = S->px && S->n_in ? (size_t)p->st[S->in[0]].c : 1;
             switch (S->kind) {
             case PS_NODE_STENCIL:
-                fetch = (size_t)S->sx * (w - 1) + (size_t)(X->dx_max - X->dx_min) + 1;
-                need = (size_t)X->n_rows * fetch;
+            case PS_NODE_CONV:
+                fetch = ((size_t)S->sx * (w - 1) + (size_t)(X->dx_max - X->dx_min) + 1) * Cin;
+                need = (size_t)X->n_rows * fetch + (S->sum_in ? w * C : 0);
+                if (S->sum_in && w * C > fetch) fetch = w * C;
                 break;
             case PS_NODE_POINTWISE:
-                need = (size_t)S->n_in * w;
+                need = (size_t)S->n_in * w * C;
                 if ((size_t)S->prog.n_regs * PS_VCHUNK > regs) regs = (size_t)S->prog.n_regs * PS_VCHUNK;
                 break;
             case PS_NODE_MIX: need = (size_t)S->in_c * w; break;
+            case PS_NODE_CONCAT:
+                for (int j = 0; j < S->n_in; j++)
+                    if ((size_t)p->st[S->in[j]].c * w > need) need = (size_t)p->st[S->in[j]].c * w;
+                fetch = need;
+                break;
+            case PS_NODE_GAP:
+                need = fetch = (size_t)p->st[S->in[0]].need.w * C;
+                break;
             case PS_NODE_RESAMPLE:
                 fetch = 2 * w + 4;
                 need = 2 * fetch;
@@ -633,7 +613,7 @@ static ps_status layout(ps_graph_plan *pl)
             }
             if (need > staging) staging = need;
             if (fetch > zeros) zeros = fetch;
-            if (w + 16 > temp) temp = w + 16;
+            if (w * C + 16 > temp) temp = w * C + 16;
         }
         G->scratch_floats = off;
         if (off > scratch_max) scratch_max = off;
