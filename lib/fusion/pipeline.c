@@ -111,6 +111,13 @@ double ps_stage_flops(const ps_pstage *s)
     }
 }
 
+/* Weights and biases the kernels load a vector at a time: 64-byte aligned,
+ * so no vector load spans two cache lines. free() releases them. */
+static float *alloc_aligned_floats(size_t n)
+{
+    return aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64 + 64);
+}
+
 static void stage_release(ps_pstage *s)
 {
     free(s->cons);
@@ -157,7 +164,7 @@ static ps_status copy_node(const ps_graph *g, int t, int px, ps_pstage *s)
     s->graph_tensor = t;
     s->px = px;
     if (nd->bias) {
-        s->bias = malloc((size_t)nd->c * sizeof *s->bias);
+        s->bias = alloc_aligned_floats((size_t)nd->c);
         if (!s->bias) return PS_ERR_OUT_OF_MEMORY;
         memcpy(s->bias, nd->bias, (size_t)nd->c * sizeof *s->bias);
     }
@@ -192,7 +199,7 @@ static ps_status copy_node(const ps_graph *g, int t, int px, ps_pstage *s)
         size_t nt = (size_t)nd->n_taps, C = (size_t)nd->in_c, K = (size_t)nd->c;
         s->dy = malloc(nt * sizeof *s->dy);
         s->dx = malloc(nt * sizeof *s->dx);
-        s->w = malloc(nt * C * K * sizeof *s->w);
+        s->w = alloc_aligned_floats(nt * C * K);
         if (!s->dy || !s->dx || !s->w) return PS_ERR_OUT_OF_MEMORY;
         memcpy(s->dy, nd->dy, nt * sizeof *s->dy);
         memcpy(s->dx, nd->dx, nt * sizeof *s->dx);
@@ -215,7 +222,7 @@ static ps_status copy_node(const ps_graph *g, int t, int px, ps_pstage *s)
             s->n_taps = 1;
             s->dy = calloc(1, sizeof *s->dy);
             s->dx = calloc(1, sizeof *s->dx);
-            s->w = malloc(C * K * sizeof *s->w);
+            s->w = alloc_aligned_floats(C * K);
             if (!s->dy || !s->dx || !s->w) return PS_ERR_OUT_OF_MEMORY;
             for (size_t k = 0; k < K; k++)
                 for (size_t c = 0; c < C; c++) s->w[c * K + k] = nd->mix_w[k * C + c];
