@@ -262,6 +262,14 @@ static void conv_prefill(const ps_pstage *S, float *o, int64_t nb, const float *
     }
 }
 
+/* The weight blocks of a convolution's taps as a batch-reduce call's A
+ * list: refilled before every call (LIBXSMM 1.17's address-batch kernels
+ * overwrite entries of their lists; see lib/execution/run.c). */
+static void conv_weight_list(const ps_pstage *S, int64_t C, thread_bufs *tb)
+{
+    for (int t = 0; t < S->n_taps; t++) tb->src[t] = S->w + (size_t)t * (size_t)(C * S->c);
+}
+
 /* One output pixel of a tap stage whose taps point at its input's pixels
  * (tb->src for a stencil, tb->bptr for a convolution): the edge pixels,
  * whose taps outside the input read the fill row instead of a copy of
@@ -276,6 +284,7 @@ static void px_tap_pixel(const ps_graph_plan *pl, const ps_pstage *S, const ps_g
     } else {
         unsigned long long count = (unsigned long long)S->n_taps;
         conv_prefill(S, o, 1, res);
+        conv_weight_list(S, C, tb);
         X->conv_k[1](tb->src, tb->bptr, o, &count);
     }
     if (S->act) pl->k->clamp(o, K, S->act_lo, S->act_hi);
@@ -298,8 +307,6 @@ static void px_tap_row(const ps_graph_plan *pl, int s, int64_t y, int64_t x0, in
     const float *fill = fill_row(S, tb);
     int64_t part[3][2];
     tap_parts(S, X, &in[0], x0, w, part);
-    if (S->kind == PS_NODE_CONV)
-        for (int t = 0; t < S->n_taps; t++) tb->src[t] = S->w + (size_t)t * (size_t)(C * K);
     const int in_place_edges = outside_is_fill(S->boundary) && px_contiguous(&in[0], C);
     for (int pi = 0; pi < 3; pi++) {
         int64_t a = part[pi][0], np = part[pi][1] - a;
@@ -347,6 +354,7 @@ static void px_tap_row(const ps_graph_plan *pl, int s, int64_t y, int64_t x0, in
             conv_prefill(S, o, nb, res ? res + i * K : NULL);
             for (int t = 0; t < S->n_taps; t++)
                 tb->bptr[t] = tb->rowp[X->tap_row[t]] + (S->sx * i + S->dx[t] - X->dx_min) * C;
+            conv_weight_list(S, C, tb);
             X->conv_k[nb](tb->src, tb->bptr, o, &count);
             if (S->act) pl->k->clamp(o, nb * K, S->act_lo, S->act_hi);
         }

@@ -164,7 +164,7 @@ static void hash_node(uint64_t h[2], const ps_node *nd, const ps_graph *g)
     int64_t head[] = {nd->kind, nd->n, nd->c, nd->dom.y0, nd->dom.x0, nd->dom.h, nd->dom.w, nd->n_in, nd->boundary,
                       nd->reduce, nd->sy, nd->sx, nd->n_taps, nd->per_channel, nd->affine, nd->dl, nd->in_c,
                       nd->resample, nd->layout, nd->conv_r, nd->conv_s, nd->dil_h, nd->dil_w, nd->pad_t, nd->pad_b,
-                      nd->pad_l, nd->pad_r, nd->bias != NULL, nd->kind == PS_NODE_INPUT ? (int64_t)nd->layout : -1};
+                      nd->pad_l, nd->pad_r, nd->bias != NULL};
     ps_hash_bytes(h, head, sizeof head);
     ps_hash_bytes(h, nd->name, strlen(nd->name));
     ps_hash_bytes(h, nd->in, (size_t)nd->n_in * sizeof *nd->in);

@@ -64,6 +64,18 @@ static ps_rat edge_factor(const ps_pstage *s, int j, int dim)
     }
 }
 
+/* Gives member q the scales (fy, fx) when the walk first reaches it (and
+ * queues it); 0 when it was reached before at other scales. */
+static int reach(ps_group_geom *g, int *seen, int *queue, int *tail, int q, ps_rat fy, ps_rat fx)
+{
+    if (seen[q]) return rat_eq(g->sy[q], fy) && rat_eq(g->sx[q], fx);
+    seen[q] = 1;
+    g->sy[q] = fy;
+    g->sx[q] = fx;
+    queue[(*tail)++] = q;
+    return 1;
+}
+
 int ps_group_member_index(const ps_group_geom *g, int s)
 {
     int lo = 0, hi = g->n - 1;
@@ -155,16 +167,12 @@ ps_status ps_group_geom_init(const ps_pipeline *p, const int *members, int n, ps
                 int q = ps_group_member_index(g, S->in[j]);
                 if (q < 0) continue;
                 ps_rat fy = rat_mul(g->sy[k], edge_factor(S, j, 0)), fx = rat_mul(g->sx[k], edge_factor(S, j, 1));
-                if (!seen[q]) {
-                    seen[q] = 1;
-                    g->sy[q] = fy;
-                    g->sx[q] = fx;
-                    queue[tail++] = q;
-                } else if (!rat_eq(g->sy[q], fy) || !rat_eq(g->sx[q], fx)) {
+                ps_rat old_y = g->sy[q];
+                if (!reach(g, seen, queue, &tail, q, fy, fx)) {
                     g->legal = 0;
                     snprintf(g->why, sizeof g->why,
                              "\"%s\" is read at two resolutions (%lld/%lld and %lld/%lld): no constant dependences",
-                             p->st[g->m[q]].name, (long long)g->sy[q].num, (long long)g->sy[q].den, (long long)fy.num,
+                             p->st[g->m[q]].name, (long long)old_y.num, (long long)old_y.den, (long long)fy.num,
                              (long long)fy.den);
                 }
             }
@@ -176,12 +184,7 @@ ps_status ps_group_geom_init(const ps_pipeline *p, const int *members, int n, ps
                 for (int j = 0; j < Q->n_in && g->legal; j++) {
                     if (Q->in[j] != g->m[k]) continue;
                     ps_rat fy = rat_div(g->sy[k], edge_factor(Q, j, 0)), fx = rat_div(g->sx[k], edge_factor(Q, j, 1));
-                    if (!seen[q]) {
-                        seen[q] = 1;
-                        g->sy[q] = fy;
-                        g->sx[q] = fx;
-                        queue[tail++] = q;
-                    } else if (!rat_eq(g->sy[q], fy) || !rat_eq(g->sx[q], fx)) {
+                    if (!reach(g, seen, queue, &tail, q, fy, fx)) {
                         g->legal = 0;
                         snprintf(g->why, sizeof g->why,
                                  "\"%s\" is reached at two resolutions: no constant dependences", Q->name);
