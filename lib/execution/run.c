@@ -68,13 +68,13 @@ static void zero_tile(float *c, int64_t m, int64_t n, int64_t ldc)
 }
 
 /* relu: 0 none, 1 max(x, 0), 2 min(max(x, 0), 6); sum: the residual's
- * block (ldc apart like c) or NULL; one vectorized pass per column of the
- * output block while it is in L1. */
+ * block (ldc apart like c) or NULL; one vectorized pass over the output
+ * block while it is in L1. */
 static void epilogue(const ps_row_kernels *k, float *c, int64_t m, int64_t n, int64_t ldc, const float *bias,
                      const float *sum, int relu)
 {
     const float lo = relu ? 0.0f : -INFINITY, hi = relu == 2 ? 6.0f : INFINITY;
-    for (int64_t j = 0; j < n; j++) k->bias_clamp(c + j * ldc, m, bias, sum ? sum + j * ldc : NULL, lo, hi);
+    k->bias_clamp(c, m, n, ldc, bias, sum, lo, hi);
 }
 
 /* A padded kernel's result (m of its rows, n columns ls apart) into the

@@ -115,11 +115,21 @@ typedef struct ps_row_kernels {
      * per-channel affine maps of deep-learning graphs. */
     void (*px_sum)(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *src, const float *w,
                    int n_taps, int64_t step, const float *bias);
+    /* px_sum's stride-1 form for taps on a full grid of R rows x S columns
+     * (S = 3 or 5), tap (r, s)'s weights at w + (r * S + s) * C: pixel i's
+     * tap (r, s) reads column j = i + s of row r, at rows[r] + (j - j0) * C
+     * for j0 <= j < j1, zero outside them or where rows[r] is NULL (zero
+     * padding without copies); where act the result is clamped to [lo, hi].
+     * Neighbouring pixels share their input vectors. */
+    void (*px_grid)(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *rows, const float *w,
+                    int R, int S, int64_t j0, int64_t j1, const float *bias, int act, float lo, float hi);
     /* out[i] = min(max(out[i], lo), hi), i < n */
     void (*clamp)(float *restrict out, int64_t n, float lo, float hi);
-    /* out[i] = min(max(out[i] + bias[i] + sum[i], lo), hi), bias or sum NULL: + 0
-     * (sum may be out itself) */
-    void (*bias_clamp)(float *out, int64_t n, const float *bias, const float *sum, float lo, float hi);
+    /* n columns of m floats, ldo apart (column j at out + j * ldo, its sum
+     * at sum + j * ldo): out[i] = min(max(out[i] + bias[i] + sum[i], lo), hi),
+     * bias or sum NULL: + 0 (sum may be out itself) */
+    void (*bias_clamp)(float *out, int64_t m, int64_t n, int64_t ldo, const float *bias, const float *sum, float lo,
+                       float hi);
     /* the same with max (or min) over t of w[t * C + c] * src[t][i * step + c] */
     void (*px_maxmin)(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *src, const float *w,
                       int n_taps, int64_t step, int is_max);

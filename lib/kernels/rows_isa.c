@@ -172,15 +172,26 @@ static void sum_disjoint_rows(float *restrict out, int64_t n, const float *const
 
 /* ------------------------------------------------------------- max/min */
 
+/* a > b ? a : b (and a < b ? a : b): b where either is NaN, exactly what
+ * MAXPS/MINPS compute, so AVX-512 builds issue one instruction instead of
+ * the compare and blend the select compiles to. */
 static inline v16 vmax(v16 a, v16 b)
 {
+#if defined(__AVX512F__)
+    return (v16)_mm512_max_ps((__m512)a, (__m512)b);
+#else
     v16i m = (v16i)(a > b);
     return (v16)(((v16i)a & m) | ((v16i)b & ~m));
+#endif
 }
 static inline v16 vmin(v16 a, v16 b)
 {
+#if defined(__AVX512F__)
+    return (v16)_mm512_min_ps((__m512)a, (__m512)b);
+#else
     v16i m = (v16i)(a < b);
     return (v16)(((v16i)a & m) | ((v16i)b & ~m));
+#endif
 }
 
 static void maxmin_rows(float *restrict out, int64_t n, const float *const *src, const float *w, int n_taps, int step,
@@ -299,6 +310,76 @@ static void px_sum_rows(float *restrict out, int64_t n, int64_t C, int64_t ops, 
         }
 }
 
+/* Taps on a full grid of R rows x S (3 or 5) unit-spaced columns, stride
+ * 1 (the 3 x 3 and 5 x 5 depthwise convolutions): out pixel i, channel c =
+ * bias[c] + sum over r, s of w[(r * S + s) * C + c] * in_r(i + s, c), clamped
+ * to [lo, hi] where act; in_r(j, c) = rows[r][(j - j0) * C + c] for
+ * j0 <= j < j1, and 0 outside those columns or where rows[r] is NULL (zero
+ * padding without copies). Neighbouring pixels share their inputs: a
+ * block of NB pixels loads a row's NB + S - 1 input vectors once for its
+ * NB * S FMAs, where one pixel at a time loads an input per FMA (with one
+ * 512-bit load per cycle the loads, not the FMAs, would bound it). */
+#define PS_GRID_BLOCK(NB, S_)                                                                                          \
+    do {                                                                                                               \
+        v16 a[NB];                                                                                                     \
+        for (int j = 0; j < (NB); j++) a[j] = b;                                                                       \
+        for (int r = 0; r < R; r++) {                                                                                  \
+            if (!rows[r]) continue;                                                                                    \
+            const float *x = rows[r] + (i - j0) * C + c;                                                               \
+            v16 in[(NB) + (S_)-1];                                                                                     \
+            for (int j = 0; j < (NB) + (S_)-1; j++) in[j] = ld(x + j * C);                                            \
+            for (int sx = 0; sx < (S_); sx++) {                                                                        \
+                const v16 wt = ld(w + (int64_t)(r * (S_) + sx) * C + c);                                               \
+                for (int j = 0; j < (NB); j++) a[j] += wt * in[j + sx];                                                \
+            }                                                                                                          \
+        }                                                                                                              \
+        for (int j = 0; j < (NB); j++) st(out + (i + j) * ops + c, act ? vmin(vmax(a[j], vl), vh) : a[j]);           \
+    } while (0)
+static void px_grid_rows(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *rows,
+                         const float *w, int R, int S, int64_t j0, int64_t j1, const float *bias, int act, float lo,
+                         float hi)
+{
+    const v16 vl = splat(lo), vh = splat(hi);
+    const int64_t c16 = C / 16 * 16;
+    for (int64_t c = 0; c < c16; c += 16) {
+        const v16 b = bias ? ld(bias + c) : splat(0.0f);
+        for (int64_t i = 0; i < n;) {
+            if (i >= j0 && i + 8 <= n && i + 8 + S - 1 <= j1) {
+                if (S == 3) PS_GRID_BLOCK(8, 3);
+                else PS_GRID_BLOCK(8, 5);
+                i += 8;
+            } else if (i >= j0 && i + 4 <= n && i + 4 + S - 1 <= j1) {
+                if (S == 3) PS_GRID_BLOCK(4, 3);
+                else PS_GRID_BLOCK(4, 5);
+                i += 4;
+            } else {
+                /* an edge pixel (or one of the last few): its taps inside */
+                const int64_t s0 = j0 - i > 0 ? j0 - i : 0, s1 = j1 - i < S ? j1 - i : S;
+                v16 a0 = b;
+                for (int r = 0; r < R; r++)
+                    for (int64_t sx = s0; rows[r] && sx < s1; sx++)
+                        a0 += ld(w + (int64_t)(r * S + sx) * C + c) * ld(rows[r] + (i + sx - j0) * C + c);
+                st(out + i * ops + c, act ? vmin(vmax(a0, vl), vh) : a0);
+                i++;
+            }
+        }
+    }
+    for (int64_t c = c16; c < C; c++)
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t s0 = j0 - i > 0 ? j0 - i : 0, s1 = j1 - i < S ? j1 - i : S;
+            float a0 = bias ? bias[c] : 0.0f;
+            for (int r = 0; r < R; r++)
+                for (int64_t sx = s0; rows[r] && sx < s1; sx++)
+                    a0 += w[(int64_t)(r * S + sx) * C + c] * rows[r][(i + sx - j0) * C + c];
+            if (act) {
+                a0 = a0 > lo ? a0 : lo;
+                a0 = a0 < hi ? a0 : hi;
+            }
+            out[i * ops + c] = a0;
+        }
+}
+#undef PS_GRID_BLOCK
+
 static void px_maxmin_rows(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *src,
                            const float *w, int n_taps, int64_t step, int is_max)
 {
@@ -336,28 +417,68 @@ static void px_maxmin_rows(float *restrict out, int64_t n, int64_t C, int64_t op
     }
 }
 
-/* out[i] = min(max(out[i], lo), hi): a ReLU or ReLU6 folded into the stage
- * that produced the block, while the block is in L1. */
-/* out[i] = min(max(out[i] + bias[i] + sum[i], lo), hi) (bias, sum may be
- * NULL): the layer executor's epilogue of bias, residual add, ReLU and
- * ReLU6, one pass per block. */
-static void bias_clamp_rows(float *out, int64_t n, const float *bias, const float *sum, float lo, float hi)
+/* Column j of a block, out + j * ldo, m floats: min(max(col[i] + bias[i] +
+ * sum[j * ldo + i], lo), hi) (bias, sum may be NULL): the layer executor's
+ * epilogue of bias, residual add, ReLU and ReLU6, one call per output block
+ * while it is in L1. The bias of up to 64 rows stays in registers across
+ * the columns: a kernel block of 16-32 rows has one or two vectors per
+ * column, so a call per column would cost more than its arithmetic. */
+static void bias_clamp_block(float *out, int64_t m, int64_t n, int64_t ldo, const float *bias, const float *sum, float lo,
+                             float hi)
 {
-    int64_t i = 0;
     const v16 vl = splat(lo), vh = splat(hi), z = splat(0.0f);
-    for (; i + 16 <= n; i += 16) {
-        v16 v = ld(out + i) + (bias ? ld(bias + i) : z);
-        if (sum) v += ld(sum + i);
-        st(out + i, vmin(vmax(v, vl), vh));
+    if (m % 16 == 0 && m <= 64) {
+        const int64_t nv = m / 16;
+        const v16 b0 = bias ? ld(bias) : z, b1 = bias && nv > 1 ? ld(bias + 16) : z,
+                  b2 = bias && nv > 2 ? ld(bias + 32) : z, b3 = bias && nv > 3 ? ld(bias + 48) : z;
+#define PS_EPI_COL(v, b)                                                                                               \
+    do {                                                                                                               \
+        v16 x_ = ld(o + 16 * (v)) + (b);                                                                               \
+        if (sj) x_ += ld(sj + 16 * (v));                                                                               \
+        st(o + 16 * (v), vmin(vmax(x_, vl), vh));                                                                      \
+    } while (0)
+        for (int64_t j = 0; j < n; j++) {
+            float *o = out + j * ldo;
+            const float *sj = sum ? sum + j * ldo : NULL;
+            PS_EPI_COL(0, b0);
+            if (nv > 1) PS_EPI_COL(1, b1);
+            if (nv > 2) PS_EPI_COL(2, b2);
+            if (nv > 3) PS_EPI_COL(3, b3);
+        }
+#undef PS_EPI_COL
+        return;
     }
-    for (; i < n; i++) {
-        float v = out[i] + (bias ? bias[i] : 0.0f);
-        if (sum) v += sum[i];
-        v = v > lo ? v : lo;
-        out[i] = v < hi ? v : hi;
+    for (int64_t j = 0; j < n; j++) {
+        float *o = out + j * ldo;
+        const float *sj = sum ? sum + j * ldo : NULL;
+        int64_t i = 0;
+        for (; i + 16 <= m; i += 16) {
+            v16 x = ld(o + i) + (bias ? ld(bias + i) : z);
+            if (sj) x += ld(sj + i);
+            st(o + i, vmin(vmax(x, vl), vh));
+        }
+#if defined(__AVX512F__)
+        /* the rows past the last 16 (K = 24, 40, ... output channels) in one masked vector */
+        if (i < m) {
+            const __mmask16 k = (__mmask16)((1u << (m - i)) - 1u);
+            __m512 x = _mm512_maskz_loadu_ps(k, o + i);
+            if (bias) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(k, bias + i));
+            if (sj) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(k, sj + i));
+            _mm512_mask_storeu_ps(o + i, k, (__m512)vmin(vmax((v16)x, vl), vh));
+            i = m;
+        }
+#endif
+        for (; i < m; i++) {
+            float x = o[i] + (bias ? bias[i] : 0.0f);
+            if (sj) x += sj[i];
+            x = x > lo ? x : lo;
+            o[i] = x < hi ? x : hi;
+        }
     }
 }
 
+/* out[i] = min(max(out[i], lo), hi): a ReLU or ReLU6 folded into the stage
+ * that produced the block, while the block is in L1. */
 static void clamp_rows(float *restrict out, int64_t n, float lo, float hi)
 {
     int64_t i = 0;
@@ -724,7 +845,8 @@ const ps_row_kernels PS_KERNEL_TABLE = {
     .stream_fence = stream_fence,
     .sum_disjoint = sum_disjoint_rows,
     .px_sum = px_sum_rows,
+    .px_grid = px_grid_rows,
     .clamp = clamp_rows,
-    .bias_clamp = bias_clamp_rows,
+    .bias_clamp = bias_clamp_block,
     .px_maxmin = px_maxmin_rows,
 };

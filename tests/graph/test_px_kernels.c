@@ -1,0 +1,124 @@
+/* White-box: the pixel-row kernels of deep-learning graphs under every
+ * row-kernel table the CPU runs (AVX-512, AVX2 + FMA, baseline), against
+ * double-precision sums of their definitions (kernels.h):
+ *   px_grid     grid stencils (3 x 3, 5 x 5, other row counts) on rows of
+ *               1-40 pixels, channel counts with and without a tail of 16,
+ *               the valid columns [j0, j1) anywhere (edge pixels) and rows
+ *               missing (NULL), bias and clamp on and off, output pixels
+ *               further apart than the input's;
+ *   bias_clamp  blocks of m = 1-80 rows (whole vectors, a tail, beyond the
+ *               64 rows kept in registers), bias and residual on and off,
+ *               the residual read in place (sum = out).
+ * Nothing outside the written pixels and rows may change. */
+#include "kernels/kernels.h"
+#include "test_util.h"
+
+#include <math.h>
+
+static tu_rng rng = {7};
+
+static float frand(void) { return tu_uniform(&rng) - 0.5f; }
+
+static void test_px_grid(const ps_row_kernels *k)
+{
+    static const int64_t Cs[] = {1, 5, 16, 24, 40, 64, 100};
+    enum { MAXN = 40, MAXS = 5, MAXR = 5, MAXC = 100, OPS_EXTRA = 3 };
+    const int64_t in_cols = MAXN + MAXS - 1;
+    float *in = tu_alloc_f(MAXR * in_cols * MAXC), *w = tu_alloc_f(MAXR * MAXS * MAXC), *bias = tu_alloc_f(MAXC);
+    float *out = tu_alloc_f(MAXN * (MAXC + OPS_EXTRA));
+    for (int trial = 0; trial < 600; trial++) {
+        const int64_t C = tu_pick(&rng, Cs, (int)(sizeof Cs / sizeof Cs[0]));
+        const int S = tu_range(&rng, 0, 1) ? 3 : 5, R = (int)tu_range(&rng, 1, MAXR);
+        const int64_t n = tu_range(&rng, 1, MAXN), len = n + S - 1, ops = C + tu_range(&rng, 0, OPS_EXTRA);
+        /* the valid columns: usually all, often cut at either side, sometimes none */
+        int64_t j0 = tu_range(&rng, 0, 2) ? 0 : tu_range(&rng, 0, len), j1 = tu_range(&rng, 0, 2) ? len : tu_range(&rng, 0, len);
+        if (j1 < j0) j1 = j0;
+        const int act = (int)tu_range(&rng, 0, 1), with_bias = (int)tu_range(&rng, 0, 1);
+        const float lo = act ? -0.2f : -INFINITY, hi = act ? 0.3f : INFINITY;
+        const float *rows[MAXR];
+        for (int r = 0; r < R; r++) {
+            float *row = in + (int64_t)r * in_cols * MAXC;
+            for (int64_t i = 0; i < (j1 - j0) * C; i++) row[i] = frand();
+            rows[r] = tu_range(&rng, 0, 4) ? row : NULL;
+        }
+        for (int64_t i = 0; i < (int64_t)R * S * C; i++) w[i] = frand();
+        for (int64_t i = 0; i < C; i++) bias[i] = frand();
+        const float sentinel = tu_sentinel();
+        tu_fill(out, n * ops, sentinel);
+        k->px_grid(out, n, C, ops, rows, w, R, S, j0, j1, with_bias ? bias : NULL, act, lo, hi);
+        double worst = 0;
+        int untouched = 1;
+        for (int64_t i = 0; i < n; i++) {
+            for (int64_t c = 0; c < C; c++) {
+                double a = with_bias ? bias[c] : 0.0, mag = fabs(a);
+                for (int r = 0; r < R; r++)
+                    for (int s = 0; s < S; s++) {
+                        const int64_t j = i + s;
+                        if (!rows[r] || j < j0 || j >= j1) continue;
+                        const double p = (double)w[((int64_t)r * S + s) * C + c] * rows[r][(j - j0) * C + c];
+                        a += p, mag += fabs(p);
+                    }
+                if (act) a = fmin(fmax(a, lo), hi);
+                const double e = fabs(out[i * ops + c] - a) / (mag > 1 ? mag : 1);
+                if (!(e <= worst)) worst = e; /* NaN too */
+            }
+            for (int64_t c = C; c < ops; c++) untouched &= !memcmp(&out[i * ops + c], &sentinel, sizeof sentinel);
+        }
+        TU_CHECK(worst <= 1e-6, "%s px_grid: C %lld, R %d, S %d, n %lld, j [%lld, %lld), act %d, bias %d: error %.3g", k->isa,
+                 (long long)C, R, S, (long long)n, (long long)j0, (long long)j1, act, with_bias, worst);
+        TU_CHECK(untouched, "%s px_grid: C %lld, ops %lld: wrote between output pixels", k->isa, (long long)C, (long long)ops);
+    }
+    free(in), free(w), free(bias), free(out);
+}
+
+static void test_bias_clamp(const ps_row_kernels *k)
+{
+    enum { MAXM = 80, MAXN = 30, LD_EXTRA = 5 };
+    float *out = tu_alloc_f(MAXN * (MAXM + LD_EXTRA)), *want = tu_alloc_f(MAXN * (MAXM + LD_EXTRA));
+    float *sum = tu_alloc_f(MAXN * (MAXM + LD_EXTRA)), *bias = tu_alloc_f(MAXM);
+    for (int trial = 0; trial < 800; trial++) {
+        const int64_t m = tu_range(&rng, 1, MAXM), n = tu_range(&rng, 1, MAXN), ld = m + tu_range(&rng, 0, LD_EXTRA);
+        const int with_bias = (int)tu_range(&rng, 0, 1), with_sum = (int)tu_range(&rng, 0, 2), relu = (int)tu_range(&rng, 0, 2);
+        const float lo = relu ? 0.0f : -INFINITY, hi = relu == 2 ? 0.25f : INFINITY;
+        for (int64_t i = 0; i < n * ld; i++) out[i] = frand(), sum[i] = frand();
+        for (int64_t i = 0; i < m; i++) bias[i] = frand();
+        /* with_sum 2: the residual is the output itself (out += out) */
+        const float *sp = with_sum == 1 ? sum : with_sum == 2 ? out : NULL;
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t i = 0; i < ld; i++) {
+                float v = out[j * ld + i];
+                if (i < m) {
+                    v += with_bias ? bias[i] : 0.0f;
+                    if (sp) v += sp[j * ld + i];
+                    v = fminf(fmaxf(v, lo), hi);
+                }
+                want[j * ld + i] = v;
+            }
+        k->bias_clamp(out, m, n, ld, with_bias ? bias : NULL, sp, lo, hi);
+        double worst = 0;
+        for (int64_t i = 0; i < n * ld; i++) {
+            const double e = fabs(out[i] - want[i]);
+            if (!(e <= worst)) worst = e;
+        }
+        TU_CHECK(worst <= 1e-6, "%s bias_clamp: m %lld, n %lld, ld %lld, bias %d, sum %d, relu %d: error %.3g", k->isa,
+                 (long long)m, (long long)n, (long long)ld, with_bias, with_sum, relu, worst);
+    }
+    free(out), free(want), free(sum), free(bias);
+}
+
+int main(void)
+{
+    static const int lanes[3] = {16, 8, 4};
+    const ps_row_kernels *seen[3] = {NULL, NULL, NULL};
+    for (int l = 0; l < 3; l++) {
+        const ps_row_kernels *k = ps_row_kernels_for(lanes[l]);
+        int dup = 0;
+        for (int j = 0; j < l; j++) dup |= seen[j] == k;
+        seen[l] = k;
+        if (dup) continue; /* the CPU lacks that instruction set */
+        test_px_grid(k);
+        test_bias_clamp(k);
+        printf("%s pixel-row kernels checked\n", k->isa);
+    }
+    return tu_finish("test_px_kernels");
+}
