@@ -40,7 +40,7 @@ typedef struct layer {
 } layer;
 
 typedef struct block {
-    char name[32];
+    char name[40];
     int64_t H, W, C;
     int n;
     layer L[MAX_LAYERS];
@@ -194,6 +194,26 @@ static int vgg16_blocks(block *out)
     return 5;
 }
 
+/* The convolution and pooling layers of b, each as a one-layer block
+ * reading a tensor of its input's shape (residual adds are left out: a
+ * one-layer chain has no second input), appended to out from index n;
+ * returns the new count (at most cap). */
+static int split_layers(const block *b, block *out, int n, int cap)
+{
+    for (int i = 0; i < b->n && n < cap; i++) {
+        const layer *l = &b->L[i];
+        if (l->kind == L_ADD) continue;
+        block *o = &out[n++];
+        memset(o, 0, sizeof *o);
+        snprintf(o->name, sizeof o->name, "%.24s.l%d", b->name, i);
+        shape_of(b, l->src, &o->H, &o->W, &o->C);
+        o->L[0] = *l;
+        o->L[0].src = 0;
+        o->n = 1;
+    }
+    return n;
+}
+
 static const char *const set_names[] = {"mobilenet_v2", "resnet50", "resnet18", "vgg16", "mobilenet_v2_body",
                                         "resnet50_body"};
 
@@ -336,7 +356,7 @@ int cli_bench_chain(int argc, char **argv)
     const char *sets_arg = "mobilenet_v2,resnet50,resnet18,vgg16", *blocks_arg = NULL, *csv = NULL, *md = NULL;
     const char *impls_arg = "polysci-dp,polysci-none,onednn,onednn-dwfused";
     int64_t N = 1, threads = 2, rounds = 3, reps = 10, seed = 1;
-    int describe = 0;
+    int describe = 0, per_layer = 0;
     cli_opt opts[] = {
         {"sets", CLI_OPT_STRING, &sets_arg, 0, 0,
          "LIST  mobilenet_v2, resnet50, resnet18, vgg16, mobilenet_v2_body, resnet50_body (default the four block sets)", 0},
@@ -349,6 +369,8 @@ int cli_bench_chain(int argc, char **argv)
         {"reps", CLI_OPT_INT, &reps, 1, 100000, "R  timed executions per implementation and round (default 10)", 0},
         {"seed", CLI_OPT_INT, &seed, 0, INT64_MAX, "S  seed of the weights and the input (default 1)", 0},
         {"describe", CLI_OPT_FLAG, &describe, 0, 0, "print each block's DP plan (groups, tiles, costs) to stderr", 0},
+        {"per-layer", CLI_OPT_FLAG, &per_layer, 0, 0,
+         "time each convolution and pooling layer of the blocks alone (named BLOCK.lI; residual adds left out)", 0},
         {"csv", CLI_OPT_STRING, &csv, 0, 0, "FILE  one row per block, implementation and round", 0},
         {"markdown", CLI_OPT_STRING, &md, 0, 0, "FILE  the summary table", 0},
     };
@@ -393,16 +415,28 @@ int cli_bench_chain(int argc, char **argv)
     if (fcsv) fprintf(fcsv, "set,block,implementation,round,median_ms,gflop,N,threads,groups,plan_ms,max_rel_err,note\n");
     fprintf(fmd, "| block | input | GFLOP | oneDNN ms | oneDNN dw-fused ms | polysci no fusion ms | polysci ms | "
                  "groups | vs best oneDNN | vs no fusion |\n|---|---|---|---|---|---|---|---|---|---|\n");
-    block *blocks = malloc(MAX_BLOCKS * sizeof *blocks);
-    int status = CLI_OK;
+    /* a body splits into up to MAX_LAYERS one-layer blocks */
+    const int cap = per_layer ? MAX_LAYERS : MAX_BLOCKS;
+    block *blocks = malloc((size_t)(MAX_BLOCKS + cap) * sizeof *blocks);
+    int status = blocks ? CLI_OK : CLI_FAIL;
     for (int si = 0; si < n_sets && status == CLI_OK; si++) {
         int set = cli_choice(cmd, "--sets", sets[si], set_names, 6);
         int nb = make_set(set, blocks);
+        if (per_layer) {
+            int n = 0;
+            for (int bi = 0; bi < nb; bi++) {
+                int wanted = !n_only;
+                for (int k = 0; k < n_only; k++) wanted |= !strcmp(only[k], blocks[bi].name);
+                if (wanted) n = split_layers(&blocks[bi], blocks + MAX_BLOCKS, n, cap);
+            }
+            memmove(blocks, blocks + MAX_BLOCKS, (size_t)n * sizeof *blocks);
+            nb = n;
+        }
         double logsum[3] = {0, 0, 0};
         int counted = 0;
         for (int bi = 0; bi < nb && status == CLI_OK; bi++) {
             block *b = &blocks[bi];
-            int wanted = !n_only;
+            int wanted = !n_only || per_layer;
             for (int k = 0; k < n_only; k++) wanted |= !strcmp(only[k], b->name);
             if (!wanted) continue;
             params p;
@@ -532,12 +566,14 @@ int cli_bench_chain(int argc, char **argv)
                 double m[N_IMPLS];
                 for (int k = 0; k < N_IMPLS; k++) m[k] = cli_median(med[k], (int)rounds);
                 double best_dnn = isnan(m[3]) ? m[2] : isnan(m[2]) ? m[3] : fmin(m[2], m[3]);
+                /* polysci's time: the DP plan's, else (not timed) the unfused one's */
+                const double ps = isnan(m[0]) ? m[1] : m[0];
                 fprintf(fmd, "| %s | %lldx%lldx%lld | %.3f | %.3f | %.3f%s | %.3f | %.3f | %d | %.2f | %.2f |\n", b->name,
                         (long long)b->H, (long long)b->W, (long long)b->C, block_flops(b, N) * 1e-9, m[2], m[3],
                         dwfused_wrong ? " (wrong output)" : fused_dw ? "" : " (none fused)", m[1], m[0], groups[0],
-                        best_dnn / m[0], m[1] / m[0]);
+                        best_dnn / ps, m[1] / m[0]);
                 fflush(fmd);
-                logsum[0] += log(best_dnn / m[0]);
+                logsum[0] += log(best_dnn / ps);
                 logsum[1] += log(m[1] / m[0]);
                 logsum[2] += log(m[2] / m[0]);
                 counted++;
