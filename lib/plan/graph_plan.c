@@ -501,6 +501,65 @@ static ps_status explain_group(ps_graph_plan *pl, ps_fusion_state *fs, const int
     return st;
 }
 
+/* Tensors read by another group live in the workspace, each from the
+ * group that writes it to the last group that reads it (groups run in
+ * index order, a barrier between them). Tensors whose group spans do not
+ * overlap share memory: first fit by offset, in the order they are
+ * written. A network body's activations then take a few of its largest
+ * tensors' bytes instead of all of them, and the buffers a layer writes
+ * are ones recently read, still in the last-level cache, instead of
+ * memory untouched since the previous execution. */
+static ps_status place_tensors(ps_graph_plan *pl, const int *group_of)
+{
+    const ps_pipeline *p = &pl->pipe;
+    int *order = malloc(((size_t)p->n + 1) * sizeof *order), *last = malloc(((size_t)p->n + 1) * sizeof *last);
+    size_t *floats = malloc(((size_t)p->n + 1) * sizeof *floats);
+    if (!order || !last || !floats) {
+        free(order), free(last), free(floats);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    }
+    int n = 0;
+    for (int s = 0; s < p->n; s++) {
+        const ps_pstage *S = &p->st[s];
+        if (!ps_pstage_computed(S)) continue;
+        int outside = 0;
+        last[s] = group_of[s];
+        for (int c = 0; c < S->n_cons; c++) {
+            const int g = group_of[S->cons[c]];
+            outside |= g != group_of[s];
+            if (g > last[s]) last[s] = g;
+        }
+        if (!outside) continue;
+        floats[s] = round16((size_t)S->n * (size_t)S->c * (size_t)S->need.h * (size_t)S->need.w);
+        /* insertion by writing group (stable: stage order within a group) */
+        int i = n++;
+        while (i > 0 && group_of[order[i - 1]] > group_of[s]) order[i] = order[i - 1], i--;
+        order[i] = s;
+    }
+    pl->ws_tensor_floats = 0;
+    for (int i = 0; i < n; i++) {
+        const int s = order[i];
+        size_t off = 0;
+        /* the lowest offset clear of every placed tensor live at the same time */
+        for (int moved = 1; moved;) {
+            moved = 0;
+            for (int j = 0; j < i; j++) {
+                const int u = order[j];
+                const int overlap = group_of[u] <= last[s] && group_of[s] <= last[u];
+                const size_t uo = pl->xs[u].ws_off;
+                if (overlap && off < uo + floats[u] && uo < off + floats[s]) {
+                    off = uo + floats[u];
+                    moved = 1;
+                }
+            }
+        }
+        pl->xs[s].ws_off = off;
+        if (off + floats[s] > pl->ws_tensor_floats) pl->ws_tensor_floats = off + floats[s];
+    }
+    free(order), free(last), free(floats);
+    return PS_SUCCESS;
+}
+
 /* Convolutions alone in their group whose input and output are whole
  * channels-last tensors (a graph input or output in NHWC, or a workspace
  * tensor stored over its whole domain) run as layer plans: the layer
@@ -769,16 +828,7 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
     }
     if (!st) st = ps_fuse(fs, opts->fusion, group_in, opts->group_limit, group_of, &pl->n_groups, &pl->fuse_ms, &pl->dp_states);
     for (int s = 0; s < p->n && !st; s++) pl->xs[s].group = group_of[s];
-    /* Tensors read by another group live in the workspace. */
-    for (int s = 0; s < p->n && !st; s++) {
-        const ps_pstage *S = &p->st[s];
-        if (!ps_pstage_computed(S)) continue;
-        int outside = 0;
-        for (int c = 0; c < S->n_cons; c++) outside |= group_of[S->cons[c]] != group_of[s];
-        if (!outside) continue;
-        pl->xs[s].ws_off = pl->ws_tensor_floats;
-        pl->ws_tensor_floats += round16((size_t)S->n * (size_t)S->c * (size_t)S->need.h * (size_t)S->need.w);
-    }
+    if (!st) st = place_tensors(pl, group_of);
     if (!st) {
         pl->groups = calloc((size_t)pl->n_groups, sizeof *pl->groups);
         if (!pl->groups) st = ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
