@@ -306,12 +306,12 @@ static void px_tap_row(const ps_graph_plan *pl, int s, int64_t y, int64_t x0, in
     const int64_t C = pl->pipe.st[S->in[0]].c, K = S->c;
     const float *fill = fill_row(S, tb);
     if (S->kind == PS_NODE_STENCIL && S->reduce == PS_REDUCE_SUM && X->grid_s) {
-        /* A grid stencil (stride 1): the whole row in one call. With a fill
-         * boundary on whole stored pixels the kernel reads the input in
+        /* A grid stencil (stride 1 or 2): the whole row in one call. With a
+         * fill boundary on whole stored pixels the kernel reads the input in
          * place and skips the taps outside it; else through copies of the
          * rows with the boundary applied. */
         const view *v = &in[0];
-        const int64_t xs = x0 + X->dx_min, len = w + X->dx_max - X->dx_min;
+        const int64_t xs = S->sx * x0 + X->dx_min, len = S->sx * (w - 1) + X->dx_max - X->dx_min + 1;
         if (outside_is_fill(S->boundary) && px_contiguous(v, C)) {
             int64_t j0 = v->dom.x0 - xs, j1 = v->dom.x0 + v->dom.w - xs;
             if (j0 < 0) j0 = 0;
@@ -322,15 +322,15 @@ static void px_tap_row(const ps_graph_plan *pl, int s, int64_t y, int64_t x0, in
                                   ? v->base + row_slot(v, yr) * v->rs + (xs + j0 - v->x0) * C
                                   : NULL;
             }
-            pl->k->px_grid(dst, w, C, K, tb->rowp, S->pxw, X->n_rows, X->grid_s, j0, j1, S->bias, S->act, S->act_lo,
-                           S->act_hi);
+            pl->k->px_grid(dst, w, C, K, tb->rowp, S->pxw, X->n_rows, X->grid_s, S->sx, j0, j1, S->bias, S->act,
+                           S->act_lo, S->act_hi);
             return;
         }
         for (int r = 0; r < X->n_rows; r++)
             tb->rowp[r] = fetch_px(v, C, S->sy * y + X->row_dy[r], xs, len, S->boundary, fill,
                                    tb->staging + (size_t)r * (size_t)(len * C));
-        pl->k->px_grid(dst, w, C, K, tb->rowp, S->pxw, X->n_rows, X->grid_s, 0, len, S->bias, S->act, S->act_lo,
-                       S->act_hi);
+        pl->k->px_grid(dst, w, C, K, tb->rowp, S->pxw, X->n_rows, X->grid_s, S->sx, 0, len, S->bias, S->act,
+                       S->act_lo, S->act_hi);
         return;
     }
     int64_t part[3][2];

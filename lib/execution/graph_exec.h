@@ -99,10 +99,11 @@ typedef struct ps_gx_stage {
     int *row_dy;
     int *tap_row;
     int dx_min, dx_max;
-    /* > 0: a sum stencil of stride 1 on pixel rows whose taps are a full grid
-     * of n_rows x grid_s unit-spaced columns in row-major order (tap t in
-     * row t / grid_s, column dx_min + t % grid_s), grid_s 3 or 5: the px_grid
-     * kernel, whose neighbouring pixels share their loads */
+    /* > 0: a stencil of column stride 1 or 2 whose taps are a full grid of
+     * n_rows x grid_s unit-spaced columns in row-major order (tap t in row
+     * t / grid_s, column dx_min + t % grid_s), grid_s 3 or 5: as a sum on
+     * pixel rows, the px_grid kernel, whose neighbouring pixels share their
+     * loads */
     int grid_s;
     /* convolution on pixel rows: batch-reduce GEMMs over the taps of n
      * output pixels (m = K, k = C, ldb = stride * C, ldc = K, beta 1 over a

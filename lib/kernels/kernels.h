@@ -115,14 +115,14 @@ typedef struct ps_row_kernels {
      * per-channel affine maps of deep-learning graphs. */
     void (*px_sum)(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *src, const float *w,
                    int n_taps, int64_t step, const float *bias);
-    /* px_sum's stride-1 form for taps on a full grid of R rows x S columns
-     * (S = 3 or 5), tap (r, s)'s weights at w + (r * S + s) * C: pixel i's
-     * tap (r, s) reads column j = i + s of row r, at rows[r] + (j - j0) * C
-     * for j0 <= j < j1, zero outside them or where rows[r] is NULL (zero
-     * padding without copies); where act the result is clamped to [lo, hi].
-     * Neighbouring pixels share their input vectors. */
+    /* px_sum for taps on a full grid of R rows x S columns (S = 3 or 5),
+     * stride step (1 or 2), tap (r, s)'s weights at w + (r * S + s) * C:
+     * pixel i's tap (r, s) reads column j = step * i + s of row r, at
+     * rows[r] + (j - j0) * C for j0 <= j < j1, zero outside them or where
+     * rows[r] is NULL (zero padding without copies); where act the result
+     * is clamped to [lo, hi]. Neighbouring pixels share their input vectors. */
     void (*px_grid)(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *rows, const float *w,
-                    int R, int S, int64_t j0, int64_t j1, const float *bias, int act, float lo, float hi);
+                    int R, int S, int step, int64_t j0, int64_t j1, const float *bias, int act, float lo, float hi);
     /* out[i] = min(max(out[i], lo), hi), i < n */
     void (*clamp)(float *restrict out, int64_t n, float lo, float hi);
     /* n columns of m floats, ldo apart (column j at out + j * ldo, its sum

@@ -311,54 +311,66 @@ static void px_sum_rows(float *restrict out, int64_t n, int64_t C, int64_t ops, 
 }
 
 /* Taps on a full grid of R rows x S (3 or 5) unit-spaced columns, stride
- * 1 (the 3 x 3 and 5 x 5 depthwise convolutions): out pixel i, channel c =
- * bias[c] + sum over r, s of w[(r * S + s) * C + c] * in_r(i + s, c), clamped
- * to [lo, hi] where act; in_r(j, c) = rows[r][(j - j0) * C + c] for
- * j0 <= j < j1, and 0 outside those columns or where rows[r] is NULL (zero
- * padding without copies). Neighbouring pixels share their inputs: a
- * block of NB pixels loads a row's NB + S - 1 input vectors once for its
- * NB * S FMAs, where one pixel at a time loads an input per FMA (with one
- * 512-bit load per cycle the loads, not the FMAs, would bound it). */
-#define PS_GRID_BLOCK(NB, S_)                                                                                          \
+ * 1 or 2 (the 3 x 3 and 5 x 5 depthwise convolutions): out pixel i,
+ * channel c = bias[c] + sum over r, s of w[(r * S + s) * C + c] *
+ * in_r(step * i + s, c), clamped to [lo, hi] where act; in_r(j, c) =
+ * rows[r][(j - j0) * C + c] for j0 <= j < j1, and 0 outside those columns
+ * or where rows[r] is NULL (zero padding without copies). Neighbouring
+ * pixels share their inputs: a block of NB pixels loads a row's
+ * step * (NB - 1) + S input vectors once for its NB * S FMAs, where one
+ * pixel at a time loads an input per FMA (with one 512-bit load per cycle
+ * the loads, not the FMAs, would bound it). */
+#define PS_GRID_BLOCK(NB, S_, ST)                                                                                      \
     do {                                                                                                               \
         v16 a[NB];                                                                                                     \
         for (int j = 0; j < (NB); j++) a[j] = b;                                                                       \
         for (int r = 0; r < R; r++) {                                                                                  \
             if (!rows[r]) continue;                                                                                    \
-            const float *x = rows[r] + (i - j0) * C + c;                                                               \
-            v16 in[(NB) + (S_)-1];                                                                                     \
-            for (int j = 0; j < (NB) + (S_)-1; j++) in[j] = ld(x + j * C);                                            \
+            const float *x = rows[r] + ((ST) * i - j0) * C + c;                                                        \
+            v16 in[(ST) * ((NB)-1) + (S_)];                                                                            \
+            for (int j = 0; j < (ST) * ((NB)-1) + (S_); j++) in[j] = ld(x + j * C);                                   \
             for (int sx = 0; sx < (S_); sx++) {                                                                        \
                 const v16 wt = ld(w + (int64_t)(r * (S_) + sx) * C + c);                                               \
-                for (int j = 0; j < (NB); j++) a[j] += wt * in[j + sx];                                                \
+                for (int j = 0; j < (NB); j++) a[j] += wt * in[(ST) * j + sx];                                         \
             }                                                                                                          \
         }                                                                                                              \
         for (int j = 0; j < (NB); j++) st(out + (i + j) * ops + c, act ? vmin(vmax(a[j], vl), vh) : a[j]);           \
     } while (0)
+#define PS_GRID_FITS(NB) (step * i >= j0 && i + (NB) <= n && step * (i + (NB)-1) + S <= j1)
 static void px_grid_rows(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *rows,
-                         const float *w, int R, int S, int64_t j0, int64_t j1, const float *bias, int act, float lo,
-                         float hi)
+                         const float *w, int R, int S, int step, int64_t j0, int64_t j1, const float *bias, int act,
+                         float lo, float hi)
 {
     const v16 vl = splat(lo), vh = splat(hi);
     const int64_t c16 = C / 16 * 16;
     for (int64_t c = 0; c < c16; c += 16) {
         const v16 b = bias ? ld(bias + c) : splat(0.0f);
         for (int64_t i = 0; i < n;) {
-            if (i >= j0 && i + 8 <= n && i + 8 + S - 1 <= j1) {
-                if (S == 3) PS_GRID_BLOCK(8, 3);
-                else PS_GRID_BLOCK(8, 5);
+            if (PS_GRID_FITS(8)) {
+                if (step == 1) {
+                    if (S == 3) PS_GRID_BLOCK(8, 3, 1);
+                    else PS_GRID_BLOCK(8, 5, 1);
+                } else {
+                    if (S == 3) PS_GRID_BLOCK(8, 3, 2);
+                    else PS_GRID_BLOCK(8, 5, 2);
+                }
                 i += 8;
-            } else if (i >= j0 && i + 4 <= n && i + 4 + S - 1 <= j1) {
-                if (S == 3) PS_GRID_BLOCK(4, 3);
-                else PS_GRID_BLOCK(4, 5);
+            } else if (PS_GRID_FITS(4)) {
+                if (step == 1) {
+                    if (S == 3) PS_GRID_BLOCK(4, 3, 1);
+                    else PS_GRID_BLOCK(4, 5, 1);
+                } else {
+                    if (S == 3) PS_GRID_BLOCK(4, 3, 2);
+                    else PS_GRID_BLOCK(4, 5, 2);
+                }
                 i += 4;
             } else {
                 /* an edge pixel (or one of the last few): its taps inside */
-                const int64_t s0 = j0 - i > 0 ? j0 - i : 0, s1 = j1 - i < S ? j1 - i : S;
+                const int64_t x0 = step * i, s0 = j0 - x0 > 0 ? j0 - x0 : 0, s1 = j1 - x0 < S ? j1 - x0 : S;
                 v16 a0 = b;
                 for (int r = 0; r < R; r++)
                     for (int64_t sx = s0; rows[r] && sx < s1; sx++)
-                        a0 += ld(w + (int64_t)(r * S + sx) * C + c) * ld(rows[r] + (i + sx - j0) * C + c);
+                        a0 += ld(w + (int64_t)(r * S + sx) * C + c) * ld(rows[r] + (x0 + sx - j0) * C + c);
                 st(out + i * ops + c, act ? vmin(vmax(a0, vl), vh) : a0);
                 i++;
             }
@@ -366,11 +378,11 @@ static void px_grid_rows(float *restrict out, int64_t n, int64_t C, int64_t ops,
     }
     for (int64_t c = c16; c < C; c++)
         for (int64_t i = 0; i < n; i++) {
-            const int64_t s0 = j0 - i > 0 ? j0 - i : 0, s1 = j1 - i < S ? j1 - i : S;
+            const int64_t x0 = step * i, s0 = j0 - x0 > 0 ? j0 - x0 : 0, s1 = j1 - x0 < S ? j1 - x0 : S;
             float a0 = bias ? bias[c] : 0.0f;
             for (int r = 0; r < R; r++)
                 for (int64_t sx = s0; rows[r] && sx < s1; sx++)
-                    a0 += w[(int64_t)(r * S + sx) * C + c] * rows[r][(i + sx - j0) * C + c];
+                    a0 += w[(int64_t)(r * S + sx) * C + c] * rows[r][(x0 + sx - j0) * C + c];
             if (act) {
                 a0 = a0 > lo ? a0 : lo;
                 a0 = a0 < hi ? a0 : hi;
@@ -378,6 +390,7 @@ static void px_grid_rows(float *restrict out, int64_t n, int64_t C, int64_t ops,
             out[i * ops + c] = a0;
         }
 }
+#undef PS_GRID_FITS
 #undef PS_GRID_BLOCK
 
 static void px_maxmin_rows(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *src,

@@ -103,7 +103,7 @@ static ps_status stencil_rows(const ps_pstage *S, ps_gx_stage *X)
         if (S->dx[t] > X->dx_max) X->dx_max = S->dx[t];
     }
     const int gs = X->dx_max - X->dx_min + 1;
-    int grid = S->sx == 1 && (gs == 3 || gs == 5) && S->n_taps == X->n_rows * gs;
+    int grid = (S->sx == 1 || S->sx == 2) && (gs == 3 || gs == 5) && S->n_taps == X->n_rows * gs;
     for (int t = 0; t < S->n_taps && grid; t++) grid = X->tap_row[t] == t / gs && S->dx[t] - X->dx_min == t % gs;
     X->grid_s = grid ? gs : 0;
     return PS_SUCCESS;

@@ -1,7 +1,8 @@
 /* White-box: the pixel-row kernels of deep-learning graphs under every
  * row-kernel table the CPU runs (AVX-512, AVX2 + FMA, baseline), against
  * double-precision sums of their definitions (kernels.h):
- *   px_grid     grid stencils (3 x 3, 5 x 5, other row counts) on rows of
+ *   px_grid     grid stencils (3 x 3, 5 x 5, other row counts; stride 1
+ *               and 2) on rows of
  *               1-40 pixels, channel counts with and without a tail of 16,
  *               the valid columns [j0, j1) anywhere (edge pixels) and rows
  *               missing (NULL), bias and clamp on and off, output pixels
@@ -23,13 +24,14 @@ static void test_px_grid(const ps_row_kernels *k)
 {
     static const int64_t Cs[] = {1, 5, 16, 24, 40, 64, 100};
     enum { MAXN = 40, MAXS = 5, MAXR = 5, MAXC = 100, OPS_EXTRA = 3 };
-    const int64_t in_cols = MAXN + MAXS - 1;
+    const int64_t in_cols = 2 * MAXN + MAXS;
     float *in = tu_alloc_f(MAXR * in_cols * MAXC), *w = tu_alloc_f(MAXR * MAXS * MAXC), *bias = tu_alloc_f(MAXC);
     float *out = tu_alloc_f(MAXN * (MAXC + OPS_EXTRA));
     for (int trial = 0; trial < 600; trial++) {
         const int64_t C = tu_pick(&rng, Cs, (int)(sizeof Cs / sizeof Cs[0]));
         const int S = tu_range(&rng, 0, 1) ? 3 : 5, R = (int)tu_range(&rng, 1, MAXR);
-        const int64_t n = tu_range(&rng, 1, MAXN), len = n + S - 1, ops = C + tu_range(&rng, 0, OPS_EXTRA);
+        const int step = (int)tu_range(&rng, 1, 2);
+        const int64_t n = tu_range(&rng, 1, MAXN), len = step * (n - 1) + S, ops = C + tu_range(&rng, 0, OPS_EXTRA);
         /* the valid columns: usually all, often cut at either side, sometimes none */
         int64_t j0 = tu_range(&rng, 0, 2) ? 0 : tu_range(&rng, 0, len), j1 = tu_range(&rng, 0, 2) ? len : tu_range(&rng, 0, len);
         if (j1 < j0) j1 = j0;
@@ -45,7 +47,7 @@ static void test_px_grid(const ps_row_kernels *k)
         for (int64_t i = 0; i < C; i++) bias[i] = frand();
         const float sentinel = tu_sentinel();
         tu_fill(out, n * ops, sentinel);
-        k->px_grid(out, n, C, ops, rows, w, R, S, j0, j1, with_bias ? bias : NULL, act, lo, hi);
+        k->px_grid(out, n, C, ops, rows, w, R, S, step, j0, j1, with_bias ? bias : NULL, act, lo, hi);
         double worst = 0;
         int untouched = 1;
         for (int64_t i = 0; i < n; i++) {
@@ -53,7 +55,7 @@ static void test_px_grid(const ps_row_kernels *k)
                 double a = with_bias ? bias[c] : 0.0, mag = fabs(a);
                 for (int r = 0; r < R; r++)
                     for (int s = 0; s < S; s++) {
-                        const int64_t j = i + s;
+                        const int64_t j = step * i + s;
                         if (!rows[r] || j < j0 || j >= j1) continue;
                         const double p = (double)w[((int64_t)r * S + s) * C + c] * rows[r][(j - j0) * C + c];
                         a += p, mag += fabs(p);
@@ -64,8 +66,8 @@ static void test_px_grid(const ps_row_kernels *k)
             }
             for (int64_t c = C; c < ops; c++) untouched &= !memcmp(&out[i * ops + c], &sentinel, sizeof sentinel);
         }
-        TU_CHECK(worst <= 1e-6, "%s px_grid: C %lld, R %d, S %d, n %lld, j [%lld, %lld), act %d, bias %d: error %.3g", k->isa,
-                 (long long)C, R, S, (long long)n, (long long)j0, (long long)j1, act, with_bias, worst);
+        TU_CHECK(worst <= 1e-6, "%s px_grid: C %lld, R %d, S %d, step %d, n %lld, j [%lld, %lld), act %d, bias %d: error %.3g",
+                 k->isa, (long long)C, R, S, step, (long long)n, (long long)j0, (long long)j1, act, with_bias, worst);
         TU_CHECK(untouched, "%s px_grid: C %lld, ops %lld: wrote between output pixels", k->isa, (long long)C, (long long)ops);
     }
     free(in), free(w), free(bias), free(out);
