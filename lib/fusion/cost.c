@@ -32,6 +32,7 @@ void ps_cost_model_init(ps_cost_model *cm, const ps_machine *m, int threads)
         if (m->levels[i].level == m->levels[m->n_levels - 1].level && m->levels[i].level > 2)
             cm->llc_bandwidth = m->levels[i].bandwidth_gbs * 1e9 * cm->cores;
     }
+    cm->llc_bytes = ps_machine_cache_bytes(m, 3);
     cm->w4 = 0.1;
     cm->innermost = 256;
     cm->cache[0] = ps_machine_cache_bytes(m, 1);
@@ -41,6 +42,17 @@ void ps_cost_model_init(ps_cost_model *cm, const ps_machine *m, int threads)
 }
 
 static double rat_d(const ps_rat *r) { return (double)r->num / (double)r->den; }
+
+/* Bytes/s at which stage S's tensor goes out to, or comes back from,
+ * beyond the cores' L2: the last-level cache's bandwidth where the whole
+ * tensor fits half of that cache (the other half for the weights and the
+ * other tensors in flight), else memory's. */
+static double tensor_bandwidth(const ps_cost_model *cm, const ps_pstage *S)
+{
+    const double bytes = 4.0 * (double)S->n * (double)S->c * (double)S->need.h * (double)S->need.w;
+    return cm->llc_bytes && bytes <= 0.5 * (double)cm->llc_bytes && cm->llc_bandwidth > cm->bandwidth ? cm->llc_bandwidth
+                                                                                                       : cm->bandwidth;
+}
 
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
@@ -136,8 +148,8 @@ static int cost_for_tile(ps_fusion_state *fs, const ps_group_geom *g, double foo
     double images = (double)p->st[g->m[0]].n;
     int64_t n_tiles = tiles * p->st[g->m[0]].n;
     double n_eff = ext_y / (double)ty * ext_x / (double)tx * images;
-    double comp = 0, over = 0, share_pts = 0, bytes = 0, flops = 0, tile_comp = 0, tile_bytes = 0;
-    double conv_time = 0;
+    double comp = 0, over = 0, share_pts = 0, flops = 0, tile_comp = 0, tile_bytes = 0;
+    double conv_time = 0, t_mem = 0;
     for (int k = 0; k < g->n; k++) {
         const ps_pstage *S = &p->st[g->m[k]];
         double c = (double)S->c;
@@ -163,14 +175,15 @@ static int cost_for_tile(ps_fusion_state *fs, const ps_group_geom *g, double foo
         share_pts += share * c;
         tile_comp += area * c;
         if (g->live_out[k]) {
-            bytes += share * c * 4.0 * n_eff;
+            t_mem += share * c * 4.0 * n_eff / tensor_bandwidth(cm, S);
             tile_bytes += share * c * 4.0;
         }
     }
     for (int i = 0; i < g->n_livein; i++) {
         const ps_region_form *f = &forms[g->n + i];
-        double c = (double)p->st[g->livein[i]].c, area = (double)f->h * (double)f->w, share = (double)f->ay * (double)f->ax;
-        bytes += c * 4.0 * (share * n_eff + (area - share) * (double)n_tiles);
+        const ps_pstage *L = &p->st[g->livein[i]];
+        double c = (double)L->c, area = (double)f->h * (double)f->w, share = (double)f->ay * (double)f->ax;
+        t_mem += c * 4.0 * (share * n_eff + (area - share) * (double)n_tiles) / tensor_bandwidth(cm, L);
         tile_bytes += c * 4.0 * area;
     }
     free(forms);
@@ -189,10 +202,9 @@ static int cost_for_tile(ps_fusion_state *fs, const ps_group_geom *g, double foo
     ev->terms[1] = balance;
     ev->terms[2] = share_pts > 0 ? over / share_pts : 0;
     ev->terms[3] = spread(hy, nd) + spread(wx, nd);
-    /* The terms as time (fusion.h): memory traffic of the live-ins and
-     * live-outs, arithmetic of every point computed (the overlap included),
+    /* The terms as time (fusion.h): traffic of the live-ins and live-outs
+     * (from memory, or the last-level cache where they fit it), arithmetic of every point computed (the overlap included),
      * stretched by the cores a last partial round of tiles leaves idle. */
-    double t_mem = bytes / cm->bandwidth;
     double t_comp = flops / cm->flops + conv_time;
     ev->cost = (t_mem + t_comp) * (1.0 + cm->w4 * ev->terms[3]) / balance;
     (void)footprint;

@@ -39,6 +39,10 @@ typedef struct ps_cost_model {
      * else from the last-level cache. */
     double conv_layer_flops, conv_row_flops;
     double l2_bandwidth, llc_bandwidth; /* bytes/s, all threads */
+    /* Last-level cache bytes (all cores'; 0: none known): a tensor of at
+     * most half of it, written by one group and read by a later one, is
+     * still there when it is read, and moves at llc_bandwidth */
+    size_t llc_bytes;
     double w4;            /* weight of the extent spread */
     int64_t innermost;    /* innermost tile size (PolyMage's 256) */
     size_t cache[2];      /* L1, L2 bytes per core */
