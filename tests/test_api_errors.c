@@ -293,6 +293,22 @@ static void test_desc(ps_context *ctx)
         expect_desc_error(ctx, &d, PS_ERR_UNSUPPORTED, "PS_POST_SUM with NCHW");
     }
     CONV_FIELD_ERR(post_ops, 0x80000000u, PS_ERR_INVALID_ARG);
+    {
+        /* a channel slice of a wider NHWC tensor: the stride at least K, NHWC only */
+        d = good_conv();
+        d.u.conv.dst_pixel_stride = d.u.conv.K - 1;
+        expect_desc_error(ctx, &d, PS_ERR_INVALID_ARG, "dst_pixel_stride < K");
+        d.u.conv.dst_pixel_stride = -1;
+        expect_desc_error(ctx, &d, PS_ERR_INVALID_ARG, "dst_pixel_stride < 0");
+        d.u.conv.dst_pixel_stride = (int64_t)1 << 40;
+        expect_desc_error(ctx, &d, PS_ERR_OVERFLOW, "dst_pixel_stride too large");
+        d = good_conv();
+        d.u.conv.layout = PS_LAYOUT_NCHW;
+        d.u.conv.dst_pixel_stride = d.u.conv.K + 3;
+        expect_desc_error(ctx, &d, PS_ERR_UNSUPPORTED, "dst_pixel_stride with NCHW");
+        d.u.conv.dst_pixel_stride = d.u.conv.K; /* tight: the same as 0 */
+        TU_OK(ps_desc_validate(&d));
+    }
     /* buffers whose element or byte counts overflow int64/size_t */
     {
         const int64_t big = (int64_t)1 << 30;
@@ -872,15 +888,17 @@ static void test_wisdom(ps_context *ctx)
     TU_OK(ps_context_create(NULL, &a));
     TU_OK(ps_context_create(NULL, &b));
     if (a && b) {
-        ps_desc dc = good_conv(), dg = good_gemm();
-        ps_plan *p1 = NULL, *p2 = NULL;
+        ps_desc dc = good_conv(), dg = good_gemm(), ds = good_conv();
+        ds.u.conv.dst_pixel_stride = ds.u.conv.K + 5; /* its own key: a slice of a wider tensor */
+        ps_plan *p1 = NULL, *p2 = NULL, *p3 = NULL;
         TU_OK(ps_plan_create(a, &dc, NULL, &p1));
         TU_OK(ps_plan_create(a, &dg, NULL, &p2));
-        TU_CHECK(ps_context_cached_plans(a) == 2, "cached plans %d, want 2", ps_context_cached_plans(a));
+        TU_OK(ps_plan_create(a, &ds, NULL, &p3));
+        TU_CHECK(ps_context_cached_plans(a) == 3, "cached plans %d, want 3", ps_context_cached_plans(a));
         TU_OK(ps_wisdom_export(a, path));
         n = -1;
         TU_OK(ps_wisdom_import(b, path, &n));
-        TU_CHECK(n == 2 && ps_context_cached_plans(b) == 2, "imported %d, cached %d", n, ps_context_cached_plans(b));
+        TU_CHECK(n == 3 && ps_context_cached_plans(b) == 3, "imported %d, cached %d", n, ps_context_cached_plans(b));
         ps_plan *q1 = NULL;
         TU_OK(ps_plan_create(b, &dc, NULL, &q1));
         char s1[256] = "", s2[256] = "";
@@ -891,6 +909,7 @@ static void test_wisdom(ps_context *ctx)
         }
         ps_plan_destroy(p1);
         ps_plan_destroy(p2);
+        ps_plan_destroy(p3);
         ps_plan_destroy(q1);
         ps_context_forget_plans(b);
         TU_CHECK(ps_context_cached_plans(b) == 0, "forget_plans left %d", ps_context_cached_plans(b));
@@ -908,7 +927,7 @@ static void test_wisdom(ps_context *ctx)
         TU_CHECK(ps_context_cached_plans(b) == 0, "a corrupted import added %d plans", ps_context_cached_plans(b));
         TU_ERR(PS_ERR_PARSE, ps_wisdom_import_buffer(b, buf, len - 1, &n)); /* truncated */
         TU_OK(ps_wisdom_import_buffer(b, buf, len, &n));
-        TU_CHECK(n == 2, "intact buffer: imported %d", n);
+        TU_CHECK(n == 3, "intact buffer: imported %d", n);
     }
     ps_context_destroy(a);
     ps_context_destroy(b);

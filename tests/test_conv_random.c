@@ -48,6 +48,7 @@ static void print_shape(FILE *f, const ps_conv_desc *d)
             layout_name(d->layout), wlayout_name(d->weight_layout),
             (d->post_ops & PS_POST_BIAS) ? "bias" : "-",
             (d->post_ops & PS_POST_RELU) ? "+relu" : (d->post_ops & PS_POST_RELU6) ? "+relu6" : "");
+    if (d->dst_pixel_stride) fprintf(f, " dst_pixel_stride=%" PRId64, d->dst_pixel_stride);
 }
 
 static double conv_cost(const ps_conv_desc *d)
@@ -204,6 +205,8 @@ static ps_conv_desc random_shape(tu_rng *r, int i)
         if (d.K == 425 && (d.H > 6 || d.W > 6 || d.C > 16)) continue; /* keep the reference cheap */
         if (conv_cost(&d) > 1.5e6 && attempt < 100) continue;
         if (conv_cost(&d) <= 0) continue;
+        /* NHWC: a quarter write a channel slice of a wider tensor */
+        if (d.layout == PS_LAYOUT_NHWC && tu_range(r, 0, 3) == 0) d.dst_pixel_stride = d.K + tu_range(r, 1, 20);
         return d;
     }
 }
@@ -263,6 +266,11 @@ static void run_shape(ps_context *ctx, tu_rng *r, int idx, const ps_conv_desc *c
     float *src = tu_alloc_f(n_src), *w = tu_alloc_f(n_w), *bias = tu_alloc_f(cd->K);
     float *src0 = tu_alloc_f(n_src), *w0 = tu_alloc_f(n_w), *bias0 = tu_alloc_f(cd->K);
     float *dst_buf = tu_alloc_f(n_dst + dst_off), *dst = dst_buf + dst_off, *dst2 = NULL;
+    /* a strided output (dst_pixel_stride > K): written into its own buffer,
+     * whose floats between the slices must keep their sentinel, and gathered
+     * into dst for the comparison */
+    const int64_t ldo = cd->dst_pixel_stride > cd->K ? cd->dst_pixel_stride : 0, n_pix = cd->N * OH * OW;
+    float *slice_buf = ldo ? tu_alloc_f(n_pix * ldo + dst_off) : NULL, *out = ldo ? slice_buf + dst_off : dst;
     double *ref = tu_alloc_d(n_dst), *mag = tu_alloc_d(n_dst);
     void *packed = NULL, *ws = NULL;
     tu_fill_random(r, src, n_src);
@@ -341,16 +349,17 @@ static void run_shape(ps_context *ctx, tu_rng *r, int idx, const ps_conv_desc *c
     if (wsbytes && (idx % 3) != 0) ws = tu_alloc(wsbytes); /* else the plan allocates */
 
     tu_fill(dst, n_dst, NAN);
+    if (ldo) tu_fill(out, n_pix * ldo, tu_sentinel());
     ps_exec_args args;
     ps_exec_args_init(&args);
     args.src = src;
     args.weights = packed;
     args.bias = (cd->post_ops & PS_POST_BIAS) ? bias : NULL;
-    args.dst = dst;
+    args.dst = out;
     args.workspace = ws;
     t0 = now_s();
     if (idx % 4 == 1 && !ws)
-        s = ps_conv_execute(plan, src, packed, args.bias, dst);
+        s = ps_conv_execute(plan, src, packed, args.bias, out);
     else
         s = ps_plan_execute(plan, &args);
     st->t_exec += now_s() - t0;
@@ -360,6 +369,18 @@ static void run_shape(ps_context *ctx, tu_rng *r, int idx, const ps_conv_desc *c
         goto out;
     }
 
+    if (ldo) {
+        const float sentinel = tu_sentinel();
+        int64_t touched = 0;
+        for (int64_t p = 0; p < n_pix; p++) {
+            memcpy(dst + p * cd->K, out + p * ldo, (size_t)cd->K * sizeof(float));
+            for (int64_t k = cd->K; k < ldo; k++) touched += memcmp(&out[p * ldo + k], &sentinel, sizeof sentinel) != 0;
+        }
+        if (touched) {
+            snprintf(msg, sizeof msg, "%" PRId64 " floats between the slices written", touched);
+            fail_shape(st, idx, cd, "dst_pixel_stride", msg);
+        }
+    }
     int64_t L = 0;
     t0 = now_s();
     ref_conv_fwd(cd, src, w, bias, ref, mag, &L);
@@ -385,7 +406,7 @@ static void run_shape(ps_context *ctx, tu_rng *r, int idx, const ps_conv_desc *c
         memcmp(bias, bias0, (size_t)cd->K * sizeof(float)))
         fail_shape(st, idx, cd, "inputs modified", "src, user weights or bias changed");
 
-    if (idx % 5 == 0) { /* re-execute: bitwise identical (fixed reduction order) */
+    if (idx % 5 == 0 && !ldo) { /* re-execute: bitwise identical (fixed reduction order) */
         dst2 = tu_alloc_f(n_dst);
         tu_fill(dst2, n_dst, NAN);
         args.dst = dst2;
@@ -399,7 +420,7 @@ static void run_shape(ps_context *ctx, tu_rng *r, int idx, const ps_conv_desc *c
 out:
     ps_plan_destroy(plan);
     free(src); free(w); free(bias); free(src0); free(w0); free(bias0);
-    free(dst_buf); free(dst2); free(ref); free(mag); free(packed); free(ws);
+    free(dst_buf); free(dst2); free(slice_buf); free(ref); free(mag); free(packed); free(ws);
 }
 
 int main(void)

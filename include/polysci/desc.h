@@ -51,6 +51,11 @@ typedef struct ps_conv_desc {
     ps_act_layout layout;       /* of src and dst */
     ps_weight_layout weight_layout;
     unsigned post_ops;          /* PS_POST_* */
+    int64_t dst_pixel_stride;   /* NHWC only: floats from one output pixel to the next; 0 (or K) = tight.
+                                   Larger: dst is a channel slice of a wider NHWC tensor (its K channels
+                                   start at dst), such as one input of a channel concatenation; the
+                                   floats between slices are not written. PS_POST_SUM reads sum with the
+                                   same stride. */
 } ps_conv_desc;
 
 typedef enum ps_matrix_order {

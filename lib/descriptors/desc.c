@@ -93,8 +93,15 @@ static ps_status validate_conv(const ps_conv_desc *c, ps_conv_shape *s)
         return ps_error(PS_ERR_UNSUPPORTED, "conv: PS_POST_SUM needs NHWC activations");
     if ((c->post_ops & PS_POST_RELU) && (c->post_ops & PS_POST_RELU6))
         return ps_error(PS_ERR_INVALID_ARG, "conv: post_ops has both PS_POST_RELU and PS_POST_RELU6");
+    if (c->dst_pixel_stride < 0 || (c->dst_pixel_stride > 0 && c->dst_pixel_stride < c->K))
+        return ps_error(PS_ERR_INVALID_ARG, "conv: dst_pixel_stride %lld is smaller than K = %lld (0: K, tight)",
+                        (long long)c->dst_pixel_stride, (long long)c->K);
+    if (c->dst_pixel_stride >= lim)
+        return ps_error(PS_ERR_OVERFLOW, "conv: dst_pixel_stride = %lld is too large (limit 2^31-1)", (long long)c->dst_pixel_stride);
+    if (c->dst_pixel_stride > c->K && c->layout != PS_LAYOUT_NHWC)
+        return ps_error(PS_ERR_UNSUPPORTED, "conv: dst_pixel_stride needs NHWC activations");
     ps_conv_shape_of(c, s);
-    const int64_t src[] = {s->N, s->C, s->H, s->W}, dst[] = {s->N, s->K, s->OH, s->OW}, wei[] = {s->K, s->C, s->R, s->S};
+    const int64_t src[] = {s->N, s->C, s->H, s->W}, dst[] = {s->N, s->ldo, s->OH, s->OW}, wei[] = {s->K, s->C, s->R, s->S};
     if ((st = product_ok("conv src", src, 4)) || (st = product_ok("conv dst", dst, 4)) || (st = product_ok("conv weights", wei, 4)))
         return st;
     return PS_SUCCESS;
@@ -166,6 +173,7 @@ void ps_conv_shape_of(const ps_conv_desc *d, ps_conv_shape *s)
 {
     s->N = d->N; s->C = d->C; s->K = d->K; s->H = d->H; s->W = d->W; s->R = d->R; s->S = d->S;
     s->sh = d->stride_h; s->sw = d->stride_w; s->pt = d->pad_top; s->pl = d->pad_left;
+    s->ldo = d->dst_pixel_stride > 0 ? d->dst_pixel_stride : d->K;
     s->dh = d->dilation_h; s->dw = d->dilation_w;
     ps_conv_output_dims(d, &s->OH, &s->OW);
     s->src_H = d->H; s->src_W = d->W;

@@ -15,6 +15,7 @@
  * instead of one short row each. src_H x src_W is the user's input image. */
 typedef struct ps_conv_shape {
     int64_t N, C, K, H, W, R, S, OH, OW;
+    int64_t ldo;          /* floats from one output pixel to the next (NHWC): K, or the desc's dst_pixel_stride */
     int64_t sh, sw, pt, pl, dh, dw;
     int64_t src_H, src_W; /* the user's input image */
     int64_t sub_h, sub_w; /* > 1: the executor reads a subsampled copy (above); else 1 */

@@ -180,7 +180,9 @@ static ps_status build_conv(ps_exec *e, const ps_problem *p, size_t stream_bytes
         e->copy_rows = c->N * (c->padded_copy ? c->H : (c->src_H - 1) / c->sub_h + 1);
         e->copy_row_floats = floats / e->copy_rows;
     }
-    e->stream_out = stream_output(e, (double)ps_conv_dst_elems(c) * sizeof(float), stream_bytes) && !e->post_ops && !e->nchw;
+    /* a slice of a wider tensor (ldo > K) is written in parts of lines: never streamed */
+    e->stream_out = stream_output(e, (double)ps_conv_dst_elems(c) * sizeof(float), stream_bytes) && !e->post_ops && !e->nchw &&
+                    c->ldo == c->K;
     /* Segments: one per block (merged taps), else at most one per filter
      * column and block. */
     e->segs = malloc((size_t)(e->ext[PS_DIM_OW] * (e->merge_taps ? 1 : c->S)) * sizeof *e->segs);
@@ -201,7 +203,7 @@ static ps_status build_conv(ps_exec *e, const ps_problem *p, size_t stream_bytes
      * input is unpadded across or read from the padded copy), or else runs
      * of filter columns valid on the same output columns, the one spanning
      * the whole block (if any) first so it can initialise the tile. */
-    const int64_t ldb = c->sw * c->C, ldc = c->K;
+    const int64_t ldb = c->sw * c->C, ldc = c->ldo;
     int64_t ns = 0;
     for (int64_t b = 0; b < e->ext[PS_DIM_OW]; b++) {
         e->seg_begin[b] = ns;

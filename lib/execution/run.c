@@ -128,18 +128,18 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
     const int relu = (e->post_ops & PS_POST_RELU6) ? 2 : (e->post_ops & PS_POST_RELU) != 0;
 
     const int64_t ow_a = owb * e->ks.n, ow_w = min64(e->ks.n, c->OW - ow_a);
-    float *cblk = t->dst + ((n * c->OH + oh) * c->OW + ow_a) * c->K + kb * e->ks.m;
-    const float *sblk = t->sum ? t->sum + ((n * c->OH + oh) * c->OW + ow_a) * c->K + kb * e->ks.m : NULL;
+    float *cblk = t->dst + ((n * c->OH + oh) * c->OW + ow_a) * c->ldo + kb * e->ks.m;
+    const float *sblk = t->sum ? t->sum + ((n * c->OH + oh) * c->OW + ow_a) * c->ldo + kb * e->ks.m : NULL;
     const int empty = r_hi <= r_lo || e->seg_begin[owb] == e->seg_begin[owb + 1];
     /* Without a segment spanning the block, zero it once and accumulate. */
     int beta = !first;
     if (first && (empty || e->block_zero[owb])) {
-        zero_tile(cblk, mk, ow_w, c->K);
+        zero_tile(cblk, mk, ow_w, c->ldo);
         beta = 1;
     }
     for (int64_t si = e->seg_begin[owb]; si < e->seg_begin[owb + 1] && !empty; si++) {
         const ps_conv_segment *sg = &e->segs[si];
-        float *ct = t->dst + ((n * c->OH + oh) * c->OW + sg->ow0) * c->K + kb * e->ks.m;
+        float *ct = t->dst + ((n * c->OH + oh) * c->OW + sg->ow0) * c->ldo + kb * e->ks.m;
         const int64_t iw0 = sg->ow0 * c->sw - c->pl;
         for (int part = 0; part < 2; part++) {
             int64_t lo = part ? e->k_full_blocks : cb0, hi = part ? (has_tail ? e->k_blocks : lo) : full_hi;
@@ -156,7 +156,7 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
                         t->bbuf[cnt] = t->src + (at + (ih0 + r * c->dh) * row_floats);
                     }
                     const ps_kernel_set *ks = p < sg->wide_phases ? &sg->kernels : &sg->kernels_narrow;
-                    conv_call(t, ks, mt, part, beta, ct + p * c->K, q * c->K, (sg->width - p + q - 1) / q, &cnt);
+                    conv_call(t, ks, mt, part, beta, ct + p * c->ldo, q * c->ldo, (sg->width - p + q - 1) / q, &cnt);
                 }
                 beta = 1;
                 continue;
@@ -173,11 +173,11 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
                     }
                 }
             }
-            conv_call(t, &sg->kernels, mt, part, beta, ct, c->K, sg->width, &cnt);
+            conv_call(t, &sg->kernels, mt, part, beta, ct, c->ldo, sg->width, &cnt);
             beta = 1;
         }
     }
-    if (last && (bias || relu || sblk)) epilogue(e->rows, cblk, mk, ow_w, c->K, bias, sblk, relu);
+    if (last && (bias || relu || sblk)) epilogue(e->rows, cblk, mk, ow_w, c->ldo, bias, sblk, relu);
 }
 
 /* Packs A's blocks [mb0, mb1) x [kb0, kb1) (A normalized M x K, stored K x M

@@ -12,6 +12,7 @@
 
 #define CONV_KEY "conv N=%lld C=%lld K=%lld H=%lld W=%lld R=%lld S=%lld sh=%lld sw=%lld pt=%lld pb=%lld pl=%lld pr=%lld dh=%lld dw=%lld layout=%d wl=%d post=%u"
 #define GEMM_KEY "gemm M=%lld N=%lld K=%lld order=%d ta=%d tb=%d lda=%lld ldb=%lld ldc=%lld alpha=%a beta=%a"
+#define LDO_KEY " ldo=%lld"
 #define OPTS_KEY " threads=%d ranker=%d topk=%d"
 
 int ps_plan_key(const ps_desc *desc, int nthreads, ps_ranker ranker, int top_k, char *buf, size_t len)
@@ -19,11 +20,16 @@ int ps_plan_key(const ps_desc *desc, int nthreads, ps_ranker ranker, int top_k, 
     int n;
     if (desc->kind == PS_OP_CONV_FWD) {
         const ps_conv_desc *c = &desc->u.conv;
-        n = snprintf(buf, len, CONV_KEY OPTS_KEY, (long long)c->N, (long long)c->C, (long long)c->K, (long long)c->H,
+        /* a strided output only where it is not tight: tight keys keep the
+         * form wisdom files have always had */
+        const long long ldo = c->dst_pixel_stride > c->K ? (long long)c->dst_pixel_stride : 0;
+        char ld[40] = "";
+        if (ldo) snprintf(ld, sizeof ld, LDO_KEY, ldo);
+        n = snprintf(buf, len, CONV_KEY "%s" OPTS_KEY, (long long)c->N, (long long)c->C, (long long)c->K, (long long)c->H,
                      (long long)c->W, (long long)c->R, (long long)c->S, (long long)c->stride_h, (long long)c->stride_w,
                      (long long)c->pad_top, (long long)c->pad_bottom, (long long)c->pad_left, (long long)c->pad_right,
                      (long long)c->dilation_h, (long long)c->dilation_w, (int)c->layout, (int)c->weight_layout,
-                     c->post_ops, nthreads, (int)ranker, top_k);
+                     c->post_ops, ld, nthreads, (int)ranker, top_k);
     } else {
         const ps_gemm_desc *g = &desc->u.gemm;
         n = snprintf(buf, len, GEMM_KEY OPTS_KEY, (long long)g->M, (long long)g->N, (long long)g->K, (int)g->order,
@@ -35,14 +41,20 @@ int ps_plan_key(const ps_desc *desc, int nthreads, ps_ranker ranker, int top_k, 
 
 ps_status ps_plan_key_parse(const char *key, ps_desc *desc, int *nthreads, ps_ranker *ranker, int *top_k)
 {
-    long long v[15];
+    long long v[16];
     int layout, wl, order, ta, tb, rk, consumed = 0;
     unsigned post;
     double alpha, beta;
     if (strncmp(key, "conv ", 5) == 0) {
-        if (sscanf(key, CONV_KEY OPTS_KEY "%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9],
-                   &v[10], &v[11], &v[12], &v[13], &v[14], &layout, &wl, &post, nthreads, &rk, top_k, &consumed) != 21 ||
-            key[consumed] != 0)
+        v[15] = 0;
+        if ((sscanf(key, CONV_KEY LDO_KEY OPTS_KEY "%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8],
+                    &v[9], &v[10], &v[11], &v[12], &v[13], &v[14], &layout, &wl, &post, &v[15], nthreads, &rk, top_k,
+                    &consumed) != 22 ||
+             key[consumed] != 0) &&
+            (consumed = 0, v[15] = 0,
+             sscanf(key, CONV_KEY OPTS_KEY "%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9],
+                    &v[10], &v[11], &v[12], &v[13], &v[14], &layout, &wl, &post, nthreads, &rk, top_k, &consumed) != 21 ||
+                 key[consumed] != 0))
             return ps_error(PS_ERR_PARSE, "wisdom: malformed conv key \"%.200s\"", key);
         ps_desc_init_conv(desc);
         ps_conv_desc *c = &desc->u.conv;
@@ -50,6 +62,7 @@ ps_status ps_plan_key_parse(const char *key, ps_desc *desc, int *nthreads, ps_ra
         c->stride_h = v[7]; c->stride_w = v[8]; c->pad_top = v[9]; c->pad_bottom = v[10];
         c->pad_left = v[11]; c->pad_right = v[12]; c->dilation_h = v[13]; c->dilation_w = v[14];
         c->layout = (ps_act_layout)layout; c->weight_layout = (ps_weight_layout)wl; c->post_ops = post;
+        c->dst_pixel_stride = v[15];
     } else if (strncmp(key, "gemm ", 5) == 0) {
         if (sscanf(key, "gemm M=%lld N=%lld K=%lld order=%d ta=%d tb=%d lda=%lld ldb=%lld ldc=%lld alpha=%la beta=%la" OPTS_KEY "%n",
                    &v[0], &v[1], &v[2], &order, &ta, &tb, &v[3], &v[4], &v[5], &alpha, &beta, nthreads, &rk, top_k,

@@ -55,7 +55,7 @@ static ps_status alloc_buffers(const ps_problem *p, bench_buffers *b)
     memset(b, 0, sizeof *b);
     if (p->desc.kind == PS_OP_CONV_FWD) {
         const ps_conv_shape *c = &p->conv;
-        size_t ns = (size_t)ps_conv_src_elems(c), nw = (size_t)ps_conv_weight_elems(c), nd = (size_t)ps_conv_dst_elems(c);
+        size_t ns = (size_t)ps_conv_src_elems(c), nw = (size_t)ps_conv_weight_elems(c), nd = (size_t)(c->N * c->OH * c->OW * c->ldo); /* a slice's stride (ldo >= K) included */
         b->src = alloc64(ns * 4); b->wraw = alloc64(nw * 4); b->dst = alloc64(nd * 4);
         if (!b->src || !b->wraw || !b->dst) return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: no memory to time candidates");
         fill(b->src, ns);

@@ -160,6 +160,7 @@ class ConvDescC(ctypes.Structure):
         ("layout", c_enum),
         ("weight_layout", c_enum),
         ("post_ops", ctypes.c_uint),
+        ("dst_pixel_stride", ctypes.c_int64),
     ]
 
 
