@@ -221,6 +221,11 @@ static void put_px(const view *o, int64_t C, int64_t y, int64_t x0, int64_t n, c
 {
     if (row != temp) return;
     float *d = o->base + row_slot(o, y) * o->rs + (x0 - o->x0) * o->ps;
+    if (o->cs == 1) {
+        /* channels last with a wider pixel stride: a concatenation's slice */
+        for (int64_t i = 0; i < n; i++) memcpy(d + i * o->ps, row + i * C, (size_t)C * sizeof *d);
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         for (int64_t c = 0; c < C; c++) d[i * o->ps + c * o->cs] = row[i * C + c];
 }
@@ -422,6 +427,12 @@ static int compute_px(const ps_graph_plan *pl, int s, const ps_box *B, const vie
             int64_t off = 0;
             for (int j = 0; j < S->n_in; j++) {
                 int64_t cj = pl->pipe.st[S->in[j]].c;
+                if (pl->xs[S->in[j]].slice_of == s) {
+                    /* written into its slice of d by its own group (place_slices:
+                     * d is then the stored tensor itself) */
+                    off += cj;
+                    continue;
+                }
                 const float *r = fetch_px(&in[j], cj, y, x0, w, PS_BOUNDARY_CLAMP, tb->zeros, tb->staging);
                 for (int64_t i = 0; i < w; i++) memcpy(d + i * C + off, r + i * cj, (size_t)cj * sizeof *d);
                 off += cj;
@@ -504,6 +515,13 @@ static view memory_view(const ps_graph_plan *pl, int s, int64_t n, const float *
 {
     const ps_pstage *S = &pl->pipe.st[s];
     view v = {0};
+    if (pl->xs[s].slice_of >= 0 && !output) {
+        /* its channels of the concatenation's tensor (the same pixels) */
+        v = memory_view(pl, pl->xs[s].slice_of, n, inputs, outputs, ws, 0, zeros);
+        v.base += pl->xs[s].slice_c0 * v.cs;
+        v.dom = S->dom;
+        return v;
+    }
     v.dom = S->dom;
     v.ring = 0;
     v.stream = NULL;
@@ -580,6 +598,15 @@ static void copy_out(const ps_pstage *S, const view *from, const view *to, const
             memcpy(to->base + row_slot(to, y) * to->rs + (r->x0 - to->x0) * S->c,
                    from->base + row_slot(from, y) * from->rs + (r->x0 - from->x0) * S->c,
                    (size_t)(r->w * S->c) * sizeof(float));
+        return;
+    }
+    if (px_contiguous(from, S->c) && to->cs == 1) {
+        /* into a concatenation's slice: a pixel's channels at a time */
+        for (int64_t y = r->y0; y < r->y0 + r->h; y++) {
+            float *d = to->base + row_slot(to, y) * to->rs + (r->x0 - to->x0) * to->ps;
+            const float *src = from->base + row_slot(from, y) * from->rs + (r->x0 - from->x0) * S->c;
+            for (int64_t i = 0; i < r->w; i++) memcpy(d + i * to->ps, src + i * S->c, (size_t)S->c * sizeof *d);
+        }
         return;
     }
     for (int64_t c = 0; c < S->c; c++)
@@ -815,9 +842,15 @@ static void run_layer_group(const ps_graph_plan *pl, const ps_gx_group *g, const
     if (S->sum_in) a.sum = memory_view(pl, S->in[1], 0, inputs, outputs, ws, 0, &zero).base;
     ps_plan_execute(g->layer, &a); /* checked at plan time: the arguments are the plan's own */
     if (g->layer_clamp) {
-        const int64_t rows = S->n * S->dom.h, len = S->dom.w * S->c;
+        /* rows of pixels ps apart: a slice of a concatenation's tensor clamps its own channels only */
+        const int64_t rows = S->n * S->dom.h, w = S->dom.w, C = S->c, ps = out.ps;
 #pragma omp parallel for num_threads(pl->nthreads) schedule(static)
-        for (int64_t r = 0; r < rows; r++) pl->k->clamp(out.base + r * len, len, S->act_lo, S->act_hi);
+        for (int64_t r = 0; r < rows; r++) {
+            float *row = out.base + r * w * ps;
+            if (ps == C) pl->k->clamp(row, w * C, S->act_lo, S->act_hi);
+            else
+                for (int64_t i = 0; i < w; i++) pl->k->clamp(row + i * ps, C, S->act_lo, S->act_hi);
+        }
     }
 }
 
@@ -870,7 +903,7 @@ void ps_graph_run(const ps_graph_plan *pl, const float *const *inputs, float *co
             ps_box *boxes = (ps_box *)(void *)(area + off);
             for (int gi = g0; gi < g1; gi++) {
                 const ps_gx_group *g = &pl->groups[gi];
-                int64_t per_image = g->gy * g->gx, total = per_image * g->images;
+                int64_t per_image = g->gy * g->gx, total = g->nothing_left ? 0 : per_image * g->images;
                 /* static: a thread takes the same share of the tiles (the same
                  * rows of the same images) in every group, so the rows it
                  * wrote are still in its own L2 when the next group reads

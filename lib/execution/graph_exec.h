@@ -50,6 +50,7 @@ typedef struct ps_gx_member {
 typedef struct ps_gx_group {
     int n;
     ps_gx_member *mem;
+    int nothing_left;      /* a concatenation alone whose inputs all wrote their slices: nothing to run */
     /* A convolution alone in its group, reading and writing whole NHWC
      * tensors, runs as a layer plan (plan.h: PolyScientist's outer loops
      * around LIBXSMM kernels, K and C blocked for the caches) instead of
@@ -94,6 +95,13 @@ typedef struct ps_gx_step {
 typedef struct ps_gx_stage {
     int group;
     size_t ws_off;         /* workspace tensor offset in floats; SIZE_MAX: none */
+    /* >= 0: the concatenation this stage is an input of stores it: the stage
+     * is written straight into its channels [slice_c0, slice_c0 + c) of that
+     * stage's tensor (pixel stride: its channel count), and ws_off is that
+     * tensor's; -1: stored on its own */
+    int slice_of;
+    int64_t slice_c0;
+    int sliced_inputs;     /* a concatenation: how many of its inputs write their slices themselves */
     /* stencil rows: the distinct dy of the taps, and each tap's row */
     int n_rows;
     int *row_dy;

@@ -12,7 +12,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 
-/* The DP gives up (and the greedy grouping is used) past this many states:
+/* The DP gives up (and the cost-checked greedy grouping is used) past this many states:
  * planning must stay in milliseconds however wide the graph. */
 #define PS_DP_MAX_STATES 20000
 /* Ready sets larger than this are split into singletons only: their
@@ -422,7 +422,22 @@ static void apply_groups(const units *u, const uint64_t *groups, int ng, int n_s
     }
 }
 
-static ps_status greedy(ps_fusion_state *fs, int *stage_group, int *ng_out)
+/* Stages of group g into m; returns their number. */
+static int members(const int *stage_group, int n, int g, int *m)
+{
+    int k = 0;
+    for (int s = 0; s < n; s++)
+        if (stage_group[s] == g) m[k++] = s;
+    return k;
+}
+
+/* PolyMage's greedy grouping: a group merges with its only child group
+ * where the merged group is legal, largest groups first. by_cost: only
+ * where the model's cost of the merged group is below the two apart (what
+ * the DP falls back to where its states run out: maximal fusion of a wide
+ * network body -- GoogLeNet's 79 stages in one group of 1 x 1 tiles --
+ * recomputes most of it); else maximal fusion (the papers' baseline). */
+static ps_status greedy(ps_fusion_state *fs, int by_cost, int *stage_group, int *ng_out)
 {
     const ps_pipeline *p = fs->p;
     int n = p->n, ng = 0;
@@ -459,14 +474,16 @@ static ps_status greedy(ps_fusion_state *fs, int *stage_group, int *ng_out)
             int k = 0;
             for (int s = 0; s < n; s++)
                 if (stage_group[s] == x || stage_group[s] == child) m[k++] = s;
-            ps_group_eval ev;
+            ps_group_eval ev, ex, ec;
             ps_status st = ps_group_evaluate(fs, m, k, &ev);
+            if (!st && ev.legal && by_cost) st = ps_group_evaluate(fs, m, members(stage_group, n, x, m), &ex);
+            if (!st && ev.legal && by_cost) st = ps_group_evaluate(fs, m, members(stage_group, n, child, m), &ec);
             if (st) {
                 free(size);
                 free(m);
                 return st;
             }
-            if (!ev.legal) continue;
+            if (!ev.legal || (by_cost && !(ev.cost < ex.cost + ec.cost))) continue;
             for (int s = 0; s < n; s++)
                 if (stage_group[s] == x) stage_group[s] = child;
             changed = 1;
@@ -626,12 +643,12 @@ ps_status ps_fuse(ps_fusion_state *fs, ps_fusion mode, const int *group_in, int 
         free(m);
         break;
     }
-    case PS_FUSION_GREEDY: st = greedy(fs, group_of, &ng); break;
+    case PS_FUSION_GREEDY: st = greedy(fs, 0, group_of, &ng); break;
     case PS_FUSION_DP:
     default: {
         int gave_up = 0;
         st = dp_grouping(fs, group_limit, group_of, &ng, states, &gave_up);
-        if (!st && gave_up) st = greedy(fs, group_of, &ng);
+        if (!st && gave_up) st = greedy(fs, 1, group_of, &ng);
         break;
     }
     }

@@ -501,9 +501,53 @@ static ps_status explain_group(ps_graph_plan *pl, ps_fusion_state *fs, const int
     return st;
 }
 
+/* A stage read by another group: stored in the workspace (place_tensors). */
+static int read_outside(const ps_pipeline *p, const int *group_of, int s)
+{
+    const ps_pstage *S = &p->st[s];
+    int outside = 0;
+    for (int c = 0; c < S->n_cons; c++) outside |= group_of[S->cons[c]] != group_of[s];
+    return ps_pstage_computed(S) && outside;
+}
+
+/* Concatenations written in place (graph_dl.h: "a stage writing into a
+ * channel slice of its consumer's input"): a concatenation alone in its
+ * group, stored in the workspace for later groups, and an input of it
+ * computed by another group, read by nothing else, over the same pixels:
+ * that input is stored straight into its channel slice of the
+ * concatenation's tensor (layer plans through ps_conv_desc's
+ * dst_pixel_stride, tiles through strided pixel rows), and the
+ * concatenation copies only the other inputs, or runs not at all. Where
+ * the input is a convolution with a folded residual, its residual would be
+ * read with the slice's stride: it keeps its own tensor. */
+static void place_slices(ps_graph_plan *pl, const int *group_of)
+{
+    const ps_pipeline *p = &pl->pipe;
+    for (int q = 0; q < p->n; q++) {
+        const ps_pstage *Q = &p->st[q];
+        if (Q->kind != PS_NODE_CONCAT || !Q->px || Q->output_index >= 0 || Q->needless || !read_outside(p, group_of, q))
+            continue;
+        int alone = 1;
+        for (int s = 0; s < p->n; s++) alone &= s == q || group_of[s] != group_of[q];
+        if (!alone) continue;
+        int64_t c0 = 0;
+        for (int j = 0; j < Q->n_in; c0 += p->st[Q->in[j]].c, j++) {
+            const int a = Q->in[j];
+            const ps_pstage *A = &p->st[a];
+            if (!ps_pstage_computed(A) || !A->px || A->n_cons != 1 || A->output_index >= 0 || A->needless ||
+                A->sum_in || group_of[a] == group_of[q] || pl->xs[a].slice_of >= 0 ||
+                memcmp(&A->need, &Q->need, sizeof A->need) || memcmp(&A->dom, &Q->dom, sizeof A->dom))
+                continue;
+            pl->xs[a].slice_of = q;
+            pl->xs[a].slice_c0 = c0;
+            pl->xs[q].sliced_inputs++;
+        }
+    }
+}
+
 /* Tensors read by another group live in the workspace, each from the
- * group that writes it to the last group that reads it (groups run in
- * index order, a barrier between them). Tensors whose group spans do not
+ * first group that writes it to the last group that reads it (groups run
+ * in index order, a barrier between them). Tensors whose group spans do not
  * overlap share memory: first fit by offset, in the order they are
  * written. A network body's activations then take a few of its largest
  * tensors' bytes instead of all of them, and the buffers a layer writes
@@ -513,27 +557,28 @@ static ps_status place_tensors(ps_graph_plan *pl, const int *group_of)
 {
     const ps_pipeline *p = &pl->pipe;
     int *order = malloc(((size_t)p->n + 1) * sizeof *order), *last = malloc(((size_t)p->n + 1) * sizeof *last);
+    int *first = malloc(((size_t)p->n + 1) * sizeof *first);
     size_t *floats = malloc(((size_t)p->n + 1) * sizeof *floats);
-    if (!order || !last || !floats) {
-        free(order), free(last), free(floats);
+    if (!order || !last || !floats || !first) {
+        free(order), free(last), free(floats), free(first);
         return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
     }
     int n = 0;
+    /* first[s]: the first group writing s's tensor (a concatenation's
+     * tensor is written by its sliced inputs' groups too) */
+    for (int s = 0; s < p->n; s++) first[s] = group_of[s];
+    for (int s = 0; s < p->n; s++)
+        if (pl->xs[s].slice_of >= 0 && group_of[s] < first[pl->xs[s].slice_of]) first[pl->xs[s].slice_of] = group_of[s];
     for (int s = 0; s < p->n; s++) {
         const ps_pstage *S = &p->st[s];
-        if (!ps_pstage_computed(S)) continue;
-        int outside = 0;
+        if (!read_outside(p, group_of, s) || pl->xs[s].slice_of >= 0) continue;
         last[s] = group_of[s];
-        for (int c = 0; c < S->n_cons; c++) {
-            const int g = group_of[S->cons[c]];
-            outside |= g != group_of[s];
-            if (g > last[s]) last[s] = g;
-        }
-        if (!outside) continue;
+        for (int c = 0; c < S->n_cons; c++)
+            if (group_of[S->cons[c]] > last[s]) last[s] = group_of[S->cons[c]];
         floats[s] = round16((size_t)S->n * (size_t)S->c * (size_t)S->need.h * (size_t)S->need.w);
-        /* insertion by writing group (stable: stage order within a group) */
+        /* insertion by first writing group (stable: stage order within a group) */
         int i = n++;
-        while (i > 0 && group_of[order[i - 1]] > group_of[s]) order[i] = order[i - 1], i--;
+        while (i > 0 && first[order[i - 1]] > first[s]) order[i] = order[i - 1], i--;
         order[i] = s;
     }
     pl->ws_tensor_floats = 0;
@@ -545,7 +590,7 @@ static ps_status place_tensors(ps_graph_plan *pl, const int *group_of)
             moved = 0;
             for (int j = 0; j < i; j++) {
                 const int u = order[j];
-                const int overlap = group_of[u] <= last[s] && group_of[s] <= last[u];
+                const int overlap = first[u] <= last[s] && first[s] <= last[u];
                 const size_t uo = pl->xs[u].ws_off;
                 if (overlap && off < uo + floats[u] && uo < off + floats[s]) {
                     off = uo + floats[u];
@@ -556,7 +601,10 @@ static ps_status place_tensors(ps_graph_plan *pl, const int *group_of)
         pl->xs[s].ws_off = off;
         if (off + floats[s] > pl->ws_tensor_floats) pl->ws_tensor_floats = off + floats[s];
     }
-    free(order), free(last), free(floats);
+    /* a sliced input is stored: in its concatenation's tensor */
+    for (int s = 0; s < p->n; s++)
+        if (pl->xs[s].slice_of >= 0) pl->xs[s].ws_off = pl->xs[pl->xs[s].slice_of].ws_off;
+    free(order), free(last), free(floats), free(first);
     return PS_SUCCESS;
 }
 
@@ -600,6 +648,8 @@ static void plan_layer_groups(ps_graph_plan *pl)
         int relu = S->act && S->act_lo == 0.0f && S->act_hi == INFINITY, relu6 = S->act && S->act_lo == 0.0f && S->act_hi == 6.0f;
         c->post_ops = (S->bias ? PS_POST_BIAS : 0u) | (relu ? PS_POST_RELU : 0u) | (relu6 ? PS_POST_RELU6 : 0u) |
                       (S->sum_in ? PS_POST_SUM : 0u);
+        /* into its slice of a concatenation's tensor (place_slices) */
+        if (X->slice_of >= 0) c->dst_pixel_stride = p->st[X->slice_of].c;
         ps_plan_options po;
         ps_plan_options_init(&po);
         po.num_threads = pl->nthreads;
@@ -803,6 +853,7 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
     for (int s = 0; s < p->n && !st; s++) {
         ps_pstage *S = &p->st[s];
         pl->xs[s].ws_off = SIZE_MAX;
+        pl->xs[s].slice_of = -1;
         if (S->kind == PS_NODE_POINTWISE) st = ps_vprog_lower(S->expr, &S->prog);
         if (!st && ps_pstage_has_taps(S) && stencil_rows(S, &pl->xs[s]))
             st = ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
@@ -828,6 +879,7 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
     }
     if (!st) st = ps_fuse(fs, opts->fusion, group_in, opts->group_limit, group_of, &pl->n_groups, &pl->fuse_ms, &pl->dp_states);
     for (int s = 0; s < p->n && !st; s++) pl->xs[s].group = group_of[s];
+    if (!st) place_slices(pl, group_of);
     if (!st) st = place_tensors(pl, group_of);
     if (!st) {
         pl->groups = calloc((size_t)pl->n_groups, sizeof *pl->groups);
@@ -837,6 +889,13 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
     for (int gi = 0; gi < pl->n_groups && !st; gi++) st = explain_group(pl, fs, group_of, gi);
     if (!st) st = layout(pl);
     if (!st) plan_layer_groups(pl);
+    for (int gi = 0; gi < pl->n_groups && !st; gi++) {
+        /* a concatenation alone whose inputs all wrote their slices (its
+         * member is direct: alone, stored once, in the workspace) */
+        const ps_gx_group *G = &pl->groups[gi];
+        const ps_pstage *Q = &p->st[G->mem[0].stage];
+        pl->groups[gi].nothing_left = G->n == 1 && Q->kind == PS_NODE_CONCAT && pl->xs[G->mem[0].stage].sliced_inputs == Q->n_in;
+    }
     if (fs) pl->cost_evaluations = fs->evaluations;
     ps_fusion_state_destroy(fs);
     if (ictx) isl_ctx_free(ictx);
@@ -1034,11 +1093,19 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
         for (int k = 0; k < G->n; k++) {
             const ps_gx_member *M = &G->mem[k];
             const ps_pstage *S = &p->st[M->stage];
-            out(buf, len, &off, "  %-16s %-13s %lld ch, region %lld x %lld for a %lld x %lld share%s%s%s%s%s\n", S->name,
+            out(buf, len, &off, "  %-16s %-13s %lld ch, region %lld x %lld for a %lld x %lld share%s%s%s%s%s", S->name,
                 kind_name(S), (long long)S->c, (long long)M->form.h, (long long)M->form.w, (long long)M->own_h,
                 (long long)M->own_w, M->live_out ? ", live-out" : "",
                 M->fused_into >= 0 ? " (computed in its reader's pass)" : M->direct ? " (written in place)" : "",
                 S->output_index >= 0 ? ", graph output" : "", S->n_inlined ? ", inlines " : "", S->n_inlined ? S->inlined : "");
+            const ps_gx_stage *X = &pl->xs[M->stage];
+            if (X->slice_of >= 0)
+                out(buf, len, &off, ", stored in channels %lld-%lld of %s", (long long)X->slice_c0,
+                    (long long)(X->slice_c0 + S->c - 1), p->st[X->slice_of].name);
+            if (X->sliced_inputs)
+                out(buf, len, &off, ", %d of %d inputs write their slices themselves%s", X->sliced_inputs, S->n_in,
+                    G->nothing_left ? " (nothing left to run)" : "");
+            out(buf, len, &off, "\n");
         }
         /* The schedule tree is built here, not at planning: only a
          * description needs it, and isl takes milliseconds to print it. */
