@@ -36,6 +36,9 @@ def main():
     ap.add_argument("--fill", nargs="*", default=[],
                     help="files whose <!-- chains:summary begin/end --> block gets the summary table")
     ap.add_argument("--stamp", default="", help="the line above the filled summary (date, machine)")
+    ap.add_argument("--peak", type=float, default=0.0,
+                    help="the threads' f32 FMA peak in GFLOP/s: adds the ceiling column (best oneDNN time divided by "
+                         "the time of the block's FLOPs at that peak: the ratio no implementation passes)")
     a = ap.parse_args()
 
     med = defaultdict(list)        # (set, N, block, impl) -> per-round medians
@@ -72,27 +75,33 @@ def main():
     for (set_name, n), keys in groups.items():
         lines.append("### %s, N = %d\n" % (set_name, n))
         lines.append("| block | GFLOP | oneDNN ms | oneDNN 1x1+dw fused ms | polysci no fusion ms | polysci ms | groups | "
-                     "polysci / best oneDNN | polysci / no fusion | PyTorch eager ms | polysci / PyTorch |")
-        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        r_dnn, r_none, r_torch = [], [], []
+                     "polysci / best oneDNN | polysci / no fusion | PyTorch eager ms | polysci / PyTorch |" +
+                     (" ceiling |" if a.peak > 0 else ""))
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if a.peak > 0 else ""))
+        r_dnn, r_none, r_torch, r_ceil = [], [], [], []
         for key in keys:
             dp, none, dnn, dnnf = m(key, "polysci-dp"), m(key, "polysci-none"), m(key, "onednn"), m(key, "onednn-dwfused")
             best = min(x for x in (dnn, dnnf) if math.isfinite(x)) if math.isfinite(dnn) or math.isfinite(dnnf) else float("nan")
             t = torch_ms.get(key, float("nan"))
             rd, rn, rt = best / dp, none / dp, t / dp
-            r_dnn.append(rd), r_none.append(rn), r_torch.append(rt)
+            # the block's FLOPs at the FMA peak, in ms: no implementation is faster
+            ceil = best / (info[key]["gflop"] / a.peak * 1e3) if a.peak > 0 else float("nan")
+            r_dnn.append(rd), r_none.append(rn), r_torch.append(rt), r_ceil.append(ceil)
             lines.append("| %s | %s | %s | %s | %s | %s | %s | **%s** | %s | %s | %s |" % (
                 key[2], fmt(info[key]["gflop"]), fmt(dnn), info[key].get("note") or fmt(dnnf), fmt(none), fmt(dp),
                 info[key]["groups"],
-                fmt(rd, 2), fmt(rn, 2), fmt(t), fmt(rt, 2)))
+                fmt(rd, 2), fmt(rn, 2), fmt(t), fmt(rt, 2)) + (" %s |" % fmt(ceil, 2) if a.peak > 0 else ""))
             plot_rows.append((key[2], set_name, n, rd))
-        g = (geomean(r_dnn), geomean(r_none), geomean(r_torch))
-        lines.append("| **geomean** | | | | | | | **%s** | %s | | %s |\n" % (fmt(g[0]), fmt(g[1]), fmt(g[2])))
+        g = (geomean(r_dnn), geomean(r_none), geomean(r_torch), geomean(r_ceil))
+        lines.append("| **geomean** | | | | | | | **%s** | %s | | %s |" % (fmt(g[0]), fmt(g[1]), fmt(g[2])) +
+                     (" %s |" % fmt(g[3]) if a.peak > 0 else "") + "\n")
         summary.append((set_name, n, len(keys)) + g)
-    out = ["| set | N | blocks | polysci / best oneDNN | polysci / no fusion | polysci / PyTorch eager |",
-           "|---|---:|---:|---:|---:|---:|"]
+    out = ["| set | N | blocks | polysci / best oneDNN | polysci / no fusion | polysci / PyTorch eager |" +
+           (" ceiling: best oneDNN / FLOPs at peak |" if a.peak > 0 else ""),
+           "|---|---:|---:|---:|---:|---:|" + ("---:|" if a.peak > 0 else "")]
     for s in summary:
-        out.append("| %s | %d | %d | **%s** | %s | %s |" % (s[0], s[1], s[2], fmt(s[3]), fmt(s[4]), fmt(s[5])))
+        out.append("| %s | %d | %d | **%s** | %s | %s |" % (s[0], s[1], s[2], fmt(s[3]), fmt(s[4]), fmt(s[5])) +
+                   (" %s |" % fmt(s[6]) if a.peak > 0 else ""))
     text = "\n".join(lines)
     marker = "<!-- summary -->"
     text = text.replace(marker, "\n".join(out)) if marker in text else "\n".join(out) + "\n\n" + text
