@@ -74,7 +74,8 @@ median over ${ROUNDS} rounds. Batch normalization folded into the convolutions (
 inference). PyTorch 1.13 eager: channels-last, \`torch.set_num_threads(2)\`, separate process, median of
 $((REPS * 2)) calls. Ratios are times divided into the other's (above 1: polysci faster). *Ceiling*: the best
 oneDNN time divided by the time the block's FLOPs take at the 2 cores' FMA peak (${peak2} GFLOP/s, the
-machine model's): the ratio to oneDNN that no implementation can pass, however little memory traffic it has.
+machine model's): the ratio to oneDNN that no implementation can pass, however little memory traffic it has
+(approximate: the model's clock is a calibration's, and the fastest 3x3 layers here measure at up to 100% of it).
 
 Commands:
 $(printf -- '- `%s`\n' "${cmds[@]}")
