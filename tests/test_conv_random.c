@@ -151,6 +151,13 @@ static int fixed_shapes(shape *out)
         d_.layout = PS_LAYOUT_NCHW; d_.weight_layout = PS_WEIGHTS_RSCK; d_.post_ops = PS_POST_RELU);
     ADD("W=1 column image with 1x7 filter: horizontal taps mostly in padding", d_.N = 2; d_.C = 4; d_.K = 6;
         d_.H = 5; d_.W = 1; d_.R = 1; d_.S = 7; d_.pad_left = 3; d_.pad_right = 3; d_.weight_layout = PS_WEIGHTS_KRSC);
+    /* 1x1, stride 1, few channels, post-ops: the row kernels' small GEMM with the epilogue in registers */
+    ADD("1x1 C=24 K=48 bias+relu6 (small GEMM, one 48-row block)", d_.N = 2; d_.C = 24; d_.K = 48; d_.H = 9; d_.W = 7;
+        d_.R = d_.S = 1; d_.post_ops = PS_POST_BIAS | PS_POST_RELU6);
+    ADD("1x1 C=64 K=192 relu into a channel slice (small GEMM, strided output)", d_.N = 1; d_.C = 64; d_.K = 192; d_.H = 6;
+        d_.W = 11; d_.R = d_.S = 1; d_.post_ops = PS_POST_RELU; d_.dst_pixel_stride = 200; d_.weight_layout = PS_WEIGHTS_RSCK);
+    ADD("1x1 C=16 K=40 bias (small GEMM blocks and a LIBXSMM tail block)", d_.N = 3; d_.C = 16; d_.K = 40; d_.H = 5;
+        d_.W = 13; d_.R = d_.S = 1; d_.post_ops = PS_POST_BIAS);
 #undef ADD
     return n;
 }

@@ -130,6 +130,13 @@ static void conv_tile(const tile_ctx *t, const int64_t idx[PS_DIM_COUNT])
     const int64_t ow_a = owb * e->ks.n, ow_w = min64(e->ks.n, c->OW - ow_a);
     float *cblk = t->dst + ((n * c->OH + oh) * c->OW + ow_a) * c->ldo + kb * e->ks.m;
     const float *sblk = t->sum ? t->sum + ((n * c->OH + oh) * c->OW + ow_a) * c->ldo + kb * e->ks.m : NULL;
+    if (e->small_1x1 && mk % 16 == 0) {
+        /* the block's pixels (unpadded 1x1: input pixel = output pixel) with the epilogue in registers */
+        const float *x = t->src + img + (ih0 * row_floats + ow_a * c->C);
+        e->rows->px_small_gemm(cblk, c->ldo, ow_w, (int)(mk / 16), wblk, rows, c->C, x, c->C, bias, sblk,
+                               relu != 0, 0.0f, relu == 2 ? 6.0f : INFINITY);
+        return;
+    }
     const int empty = r_hi <= r_lo || e->seg_begin[owb] == e->seg_begin[owb + 1];
     /* Without a segment spanning the block, zero it once and accumulate. */
     int beta = !first;

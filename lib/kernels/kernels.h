@@ -123,6 +123,12 @@ typedef struct ps_row_kernels {
      * is clamped to [lo, hi]. Neighbouring pixels share their input vectors. */
     void (*px_grid)(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *rows, const float *w,
                     int R, int S, int step, int64_t j0, int64_t j1, const float *bias, int act, float lo, float hi);
+    /* A 1 x 1 convolution's output block with its epilogue: out[j * ldo + i]
+     * = act(bias[i] + sum over c < C of w[c * ldw + i] * x[j * ldx + c]
+     * + res[j * ldo + i]) for i < 16 * mv (mv 1-4), j < n; bias, res may be
+     * NULL; act: clamp to [lo, hi] */
+    void (*px_small_gemm)(float *out, int64_t ldo, int64_t n, int mv, const float *w, int64_t ldw, int64_t C,
+                          const float *x, int64_t ldx, const float *bias, const float *res, int act, float lo, float hi);
     /* out[i] = min(max(out[i], lo), hi), i < n */
     void (*clamp)(float *restrict out, int64_t n, float lo, float hi);
     /* n columns of m floats, ldo apart (column j at out + j * ldo, its sum

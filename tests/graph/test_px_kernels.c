@@ -9,7 +9,10 @@
  *               further apart than the input's;
  *   bias_clamp  blocks of m = 1-80 rows (whole vectors, a tail, beyond the
  *               64 rows kept in registers), bias and residual on and off,
- *               the residual read in place (sum = out).
+ *               the residual read in place (sum = out);
+ *   px_small_gemm  1 x 1 blocks of 16-64 rows (every register shape),
+ *               1-40 pixels (each remainder path), 1-64 channels, strided
+ *               inputs and outputs, bias, residual and a clamp that cuts.
  * Nothing outside the written pixels and rows may change. */
 #include "kernels/kernels.h"
 #include "test_util.h"
@@ -108,6 +111,53 @@ static void test_bias_clamp(const ps_row_kernels *k)
     free(out), free(want), free(sum), free(bias);
 }
 
+static void test_small_gemm(const ps_row_kernels *k)
+{
+    enum { MAXN = 40, MAXC = 64, EXTRA = 7 };
+    const int64_t ldo_max = 64 + EXTRA, ldx_max = MAXC + EXTRA;
+    float *w = tu_alloc_f(MAXC * 80), *x = tu_alloc_f(MAXN * ldx_max), *bias = tu_alloc_f(64);
+    float *res = tu_alloc_f(MAXN * ldo_max), *out = tu_alloc_f(MAXN * ldo_max);
+    for (int trial = 0; trial < 800; trial++) {
+        const int mv = (int)tu_range(&rng, 1, 4);
+        const int64_t m = 16 * mv, n = tu_range(&rng, 1, MAXN), C = tu_range(&rng, 1, MAXC);
+        const int64_t ldw = m + 16 * tu_range(&rng, 0, 1), ldo = m + tu_range(&rng, 0, EXTRA), ldx = C + tu_range(&rng, 0, EXTRA);
+        const int with_bias = (int)tu_range(&rng, 0, 1), with_res = (int)tu_range(&rng, 0, 1), act = (int)tu_range(&rng, 0, 1);
+        /* values of a few units, so a ReLU6-like clamp at [0, 1.5] cuts both ways */
+        for (int64_t i = 0; i < C * ldw; i++) w[i] = 2.0f * frand();
+        for (int64_t i = 0; i < n * ldx; i++) x[i] = 4.0f * frand();
+        for (int64_t i = 0; i < m; i++) bias[i] = frand();
+        for (int64_t i = 0; i < n * ldo; i++) res[i] = 2.0f * frand();
+        const float sentinel = tu_sentinel(), lo = 0.0f, hi = 1.5f;
+        tu_fill(out, n * ldo, sentinel);
+        k->px_small_gemm(out, ldo, n, mv, w, ldw, C, x, ldx, with_bias ? bias : NULL, with_res ? res : NULL, act, lo, hi);
+        double worst = 0;
+        int untouched = 1, cut = 0;
+        for (int64_t j = 0; j < n; j++) {
+            for (int64_t i = 0; i < m; i++) {
+                double a = with_bias ? bias[i] : 0.0, mag = fabs(a);
+                for (int64_t c = 0; c < C; c++) {
+                    const double p = (double)w[c * ldw + i] * x[j * ldx + c];
+                    a += p, mag += fabs(p);
+                }
+                if (with_res) a += res[j * ldo + i], mag += fabs(res[j * ldo + i]);
+                if (act) {
+                    cut += a < lo || a > hi;
+                    a = fmin(fmax(a, lo), hi);
+                }
+                const double e = fabs(out[j * ldo + i] - a) / (mag > 1 ? mag : 1);
+                if (!(e <= worst)) worst = e;
+            }
+            for (int64_t i = m; i < ldo; i++) untouched &= !memcmp(&out[j * ldo + i], &sentinel, sizeof sentinel);
+        }
+        TU_CHECK(worst <= 1e-6, "%s px_small_gemm: mv %d, n %lld, C %lld, ldw %lld, ldo %lld, ldx %lld, bias %d, res %d, act %d: error %.3g",
+                 k->isa, mv, (long long)n, (long long)C, (long long)ldw, (long long)ldo, (long long)ldx, with_bias, with_res,
+                 act, worst);
+        TU_CHECK(untouched, "%s px_small_gemm: wrote past the block's %lld rows", k->isa, (long long)m);
+        TU_CHECK(!act || n * m < 8 || cut > 0, "%s px_small_gemm: the clamp never cut (test data too small)", k->isa);
+    }
+    free(w), free(x), free(bias), free(res), free(out);
+}
+
 int main(void)
 {
     static const int lanes[3] = {16, 8, 4};
@@ -120,6 +170,7 @@ int main(void)
         if (dup) continue; /* the CPU lacks that instruction set */
         test_px_grid(k);
         test_bias_clamp(k);
+        test_small_gemm(k);
         printf("%s pixel-row kernels checked\n", k->isa);
     }
     return tu_finish("test_px_kernels");
