@@ -156,6 +156,8 @@ const ps_schedule *ps_plan_get_schedule(const ps_plan *plan) { return plan ? pla
 
 static const char *stream_note(const ps_exec *e)
 {
+    if (e->kind == PS_OP_CONV_FWD && e->small_1x1)
+        return "; blocks of whole vectors run the row kernels' 1x1 GEMM with the post-ops in registers";
     return e->stream_out ? "; output written once, with streaming stores when 64-byte aligned" : "";
 }
 
@@ -173,7 +175,7 @@ ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *n
         ps_conv_output_dims(c, &OH, &OW);
         n = snprintf(text, sizeof text,
                      "conv_fwd f32 %s N=%lld C=%lld K=%lld H=%lld W=%lld R=%lld S=%lld stride=%lldx%lld "
-                     "pad=%lld,%lld,%lld,%lld dilation=%lldx%lld -> OH=%lld OW=%lld%s%s\n"
+                     "pad=%lld,%lld,%lld,%lld dilation=%lldx%lld -> OH=%lld OW=%lld%s%s%s\n"
                      "schedule: %s\n"
                      "tile space: n=%lld k=%lld oh=%lld ow=%lld c=%lld%s; %lld edge segments; threads=%d\n"
                      "microkernel: LIBXSMM batch-reduce GEMM %dx%dx%d, batch %lld (C blocks x taps), remainders m=%lld k=%lld%s\n"
@@ -184,7 +186,7 @@ ps_status ps_plan_describe(const ps_plan *plan, char *buf, size_t len, size_t *n
                      (long long)c->pad_right, (long long)c->dilation_h, (long long)c->dilation_w, (long long)OH,
                      (long long)OW, (c->post_ops & PS_POST_BIAS) ? " +bias" : "", (c->post_ops & PS_POST_SUM) ? ((c->post_ops & PS_POST_RELU) ? " +sum+relu" : (c->post_ops & PS_POST_RELU6) ? " +sum+relu6" : " +sum")
                      : (c->post_ops & PS_POST_RELU) ? " +relu" : (c->post_ops & PS_POST_RELU6) ? " +relu6" : "",
-                     sched, (long long)e->ext[0], (long long)e->ext[1], (long long)e->ext[2], (long long)e->ext[3],
+                     e->conv.ldo != c->K ? " (into a channel slice: dst_pixel_stride)" : "", sched, (long long)e->ext[0], (long long)e->ext[1], (long long)e->ext[2], (long long)e->ext[3],
                      (long long)e->ext[4],
                      e->conv.sub_h > 1 || e->conv.sub_w > 1 ? " (strided 1x1: a subsampled input copy, its rows flattened into one)"
                      : e->conv.OH != OH                     ? " (1x1: image rows flattened into one)"
