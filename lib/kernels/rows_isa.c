@@ -337,6 +337,14 @@ static void px_sum_rows(float *restrict out, int64_t n, int64_t C, int64_t ops, 
         for (int j = 0; j < (NB); j++) st(out + (i + j) * ops + c, act ? vmin(vmax(a[j], vl), vh) : a[j]);           \
     } while (0)
 #define PS_GRID_FITS(NB) (step * i >= j0 && i + (NB) <= n && step * (i + (NB)-1) + S <= j1)
+/* the block's code for this call's filter width and stride (constants in each) */
+#define PS_GRID_ANY(NB)                                                                                                \
+    do {                                                                                                               \
+        if (S == 3 && step == 1) PS_GRID_BLOCK(NB, 3, 1);                                                              \
+        else if (S == 3) PS_GRID_BLOCK(NB, 3, 2);                                                                      \
+        else if (step == 1) PS_GRID_BLOCK(NB, 5, 1);                                                                   \
+        else PS_GRID_BLOCK(NB, 5, 2);                                                                                  \
+    } while (0)
 static void px_grid_rows(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *rows,
                          const float *w, int R, int S, int step, int64_t j0, int64_t j1, const float *bias, int act,
                          float lo, float hi)
@@ -347,22 +355,10 @@ static void px_grid_rows(float *restrict out, int64_t n, int64_t C, int64_t ops,
         const v16 b = bias ? ld(bias + c) : splat(0.0f);
         for (int64_t i = 0; i < n;) {
             if (PS_GRID_FITS(8)) {
-                if (step == 1) {
-                    if (S == 3) PS_GRID_BLOCK(8, 3, 1);
-                    else PS_GRID_BLOCK(8, 5, 1);
-                } else {
-                    if (S == 3) PS_GRID_BLOCK(8, 3, 2);
-                    else PS_GRID_BLOCK(8, 5, 2);
-                }
+                PS_GRID_ANY(8);
                 i += 8;
             } else if (PS_GRID_FITS(4)) {
-                if (step == 1) {
-                    if (S == 3) PS_GRID_BLOCK(4, 3, 1);
-                    else PS_GRID_BLOCK(4, 5, 1);
-                } else {
-                    if (S == 3) PS_GRID_BLOCK(4, 3, 2);
-                    else PS_GRID_BLOCK(4, 5, 2);
-                }
+                PS_GRID_ANY(4);
                 i += 4;
             } else {
                 /* an edge pixel (or one of the last few): its taps inside */
@@ -390,6 +386,7 @@ static void px_grid_rows(float *restrict out, int64_t n, int64_t C, int64_t ops,
             out[i * ops + c] = a0;
         }
 }
+#undef PS_GRID_ANY
 #undef PS_GRID_FITS
 #undef PS_GRID_BLOCK
 

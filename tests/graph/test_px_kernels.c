@@ -14,7 +14,7 @@
  *               1-40 pixels (each remainder path), 1-64 channels, strided
  *               inputs and outputs, bias, residual and a clamp that cuts.
  * Nothing outside the written pixels and rows may change. */
-#include "kernels/kernels.h"
+#include "row_tables.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -160,18 +160,14 @@ static void test_small_gemm(const ps_row_kernels *k)
 
 int main(void)
 {
-    static const int lanes[3] = {16, 8, 4};
-    const ps_row_kernels *seen[3] = {NULL, NULL, NULL};
-    for (int l = 0; l < 3; l++) {
-        const ps_row_kernels *k = ps_row_kernels_for(lanes[l]);
-        int dup = 0;
-        for (int j = 0; j < l; j++) dup |= seen[j] == k;
-        seen[l] = k;
-        if (dup) continue; /* the CPU lacks that instruction set */
-        test_px_grid(k);
-        test_bias_clamp(k);
-        test_small_gemm(k);
-        printf("%s pixel-row kernels checked\n", k->isa);
+    const ps_row_kernels *tables[3];
+    int lanes[3];
+    const int n = tu_row_tables(tables, lanes);
+    for (int i = 0; i < n; i++) {
+        test_px_grid(tables[i]);
+        test_bias_clamp(tables[i]);
+        test_small_gemm(tables[i]);
+        printf("%s pixel-row kernels checked\n", tables[i]->isa);
     }
     return tu_finish("test_px_kernels");
 }
