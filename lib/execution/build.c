@@ -186,7 +186,7 @@ static ps_status build_conv(ps_exec *e, const ps_problem *p, size_t stream_bytes
      * applies it in registers (blocks of whole vectors; a tail block of
      * other rows keeps LIBXSMM). */
     e->small_1x1 = e->post_ops && !e->nchw && !e->merge_taps && c->R == 1 && c->S == 1 && c->sh == 1 && c->sw == 1 &&
-                   c->pt == 0 && c->pl == 0 && c->C <= PS_SMALL_1X1_MAX_C && e->k_blocks == 1 && e->ext[PS_DIM_C] == 1 &&
+                   c->pt == 0 && c->pl == 0 && c->C <= PS_SMALL_GEMM_MAX_C && e->k_blocks == 1 && e->ext[PS_DIM_C] == 1 &&
                    e->ks.m % 16 == 0 && e->ks.m <= 64;
     /* a slice of a wider tensor (ldo > K) is written in parts of lines: never streamed */
     e->stream_out = stream_output(e, (double)ps_conv_dst_elems(c) * sizeof(float), stream_bytes) && !e->post_ops && !e->nchw &&

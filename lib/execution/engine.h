@@ -40,10 +40,6 @@ typedef struct ps_conv_segment {
     int64_t wide_phases;          /* merge_taps: phases p < wide_phases use kernels, the rest kernels_narrow */
 } ps_conv_segment;
 
-/* Input channels up to which a 1x1 conv with post-ops runs its blocks
- * through the row kernels' px_small_gemm (engine.h, small_1x1). */
-#define PS_SMALL_1X1_MAX_C 64
-
 typedef struct ps_exec {
     ps_op_kind kind;
     ps_kernel_shape ks;
@@ -100,7 +96,7 @@ typedef struct ps_exec {
     ps_conv_segment *segs;
     int64_t n_segs;
     int nchw;                  /* activations arrive/leave as NCHW: convert via workspace */
-    int small_1x1;             /* a 1x1, stride-1, unpadded conv over C <= PS_SMALL_1X1_MAX_C channels
+    int small_1x1;             /* a 1x1, stride-1, unpadded conv over C <= PS_SMALL_GEMM_MAX_C channels
                                   in one reduction block, with post-ops: blocks of 16-64 rows run
                                   ps_row_kernels.px_small_gemm (the epilogue in registers) instead
                                   of a LIBXSMM call and an epilogue pass */

@@ -381,6 +381,16 @@ static void px_tap_row(const ps_graph_plan *pl, int s, int64_t y, int64_t x0, in
         const float *res = S->sum_in ? fetch_px(&in[1], K, y, a, np, PS_BOUNDARY_CLAMP, tb->zeros,
                                                 tb->staging + (size_t)X->n_rows * (size_t)(len * C))
                                      : NULL;
+        if (ps_pstage_small_gemm(S)) {
+            /* the whole part in blocks of up to 64 output channels, the epilogue in registers */
+            const float *x = tb->rowp[X->tap_row[0]] + (S->dx[0] - X->dx_min) * C;
+            for (int64_t k0 = 0; k0 < K; k0 += 64) {
+                const int mv = (int)((K - k0 < 64 ? K - k0 : 64) / 16);
+                pl->k->px_small_gemm(dp + k0, K, np, mv, S->w + k0, K, C, x, C, S->bias ? S->bias + k0 : NULL,
+                                     res ? res + k0 : NULL, S->act, S->act_lo, S->act_hi);
+            }
+            continue;
+        }
         for (int64_t i = 0; i < np; i += PS_CONV_NB) {
             int64_t nb = np - i < PS_CONV_NB ? np - i : PS_CONV_NB;
             float *o = dp + i * K;

@@ -160,6 +160,10 @@ static int cost_for_tile(ps_fusion_state *fs, const ps_group_geom *g, double foo
             double f = pts * ps_stage_flops(S);
             if (g->n == 1) {
                 conv_time += f / cm->conv_layer_flops;
+            } else if (ps_pstage_small_gemm(S)) {
+                /* the row kernels' small GEMM: a row's pixels per call, the weights (at most 64 input
+                 * channels' worth) from L1/L2 */
+                conv_time += f / cm->conv_layer_flops;
             } else {
                 /* a call per PS_CONV_NB pixels of a row, each streaming the weights */
                 double wbytes = 4.0 * (double)S->in_c * c * (double)S->n_taps;

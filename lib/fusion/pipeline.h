@@ -81,6 +81,16 @@ typedef struct ps_pipeline {
 ps_status ps_pipeline_build(const ps_graph *g, int inline_pointwise, ps_pipeline *out);
 void ps_pipeline_release(ps_pipeline *p);
 
+/* A convolution on pixel rows that runs ps_row_kernels.px_small_gemm
+ * (bias, residual and clamp in registers) instead of batch-reduce calls
+ * per PS_CONV_NB pixels: 1 x 1, column stride 1, few input channels, whole
+ * vectors of output channels. */
+static inline int ps_pstage_small_gemm(const ps_pstage *s)
+{
+    return s->kind == PS_NODE_CONV && s->px && s->n_taps == 1 && s->sx == 1 && s->in_c <= PS_SMALL_GEMM_MAX_C &&
+           s->c % 16 == 0;
+}
+
 /* Stages whose reads are taps at strides: stencils and convolutions. */
 static inline int ps_pstage_has_taps(const ps_pstage *s)
 {

@@ -70,6 +70,10 @@ typedef struct ps_vprog {
     float *const_val;
 } ps_vprog;
 
+/* Input channels up to which 1 x 1 convolutions run ps_row_kernels.px_small_gemm
+ * (the layer executor's small_1x1, a fused convolution's pixel rows). */
+#define PS_SMALL_GEMM_MAX_C 64
+
 typedef struct ps_row_kernels {
     const char *isa;
     int vector_floats;  /* floats per vector register */
@@ -123,7 +127,9 @@ typedef struct ps_row_kernels {
      * is clamped to [lo, hi]. Neighbouring pixels share their input vectors. */
     void (*px_grid)(float *restrict out, int64_t n, int64_t C, int64_t ops, const float *const *rows, const float *w,
                     int R, int S, int step, int64_t j0, int64_t j1, const float *bias, int act, float lo, float hi);
-    /* A 1 x 1 convolution's output block with its epilogue: out[j * ldo + i]
+    /* A 1 x 1 convolution's output block with its epilogue (C up to
+     * PS_SMALL_GEMM_MAX_C: the reduction that makes a separate epilogue pass
+     * cost a fifth of the layer): out[j * ldo + i]
      * = act(bias[i] + sum over c < C of w[c * ldw + i] * x[j * ldx + c]
      * + res[j * ldo + i]) for i < 16 * mv (mv 1-4), j < n; bias, res may be
      * NULL; act: clamp to [lo, hi] */

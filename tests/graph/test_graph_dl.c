@@ -184,6 +184,11 @@ static int add_op(chain *ch, op *o) { ch->o[ch->n] = *o; return ch->n++; }
 
 static void set_shape(op *o, const op *a) { o->n = a->n, o->h = a->h, o->w = a->w, o->c = a->c; }
 
+/* A dense convolution's output channels: a quarter whole vectors (16-80,
+ * where 1 x 1 convolutions over few channels run the small GEMM with its
+ * epilogue in registers, alone and fused), the rest 1-24. */
+static int64_t conv_channels(tu_rng *r) { return tu_range(r, 0, 3) == 0 ? 16 * tu_range(r, 1, 5) : tu_range(r, 1, 24); }
+
 /* A convolution (dense or depthwise) or pooling of a, with random geometry;
  * -1 when the window does not fit. */
 static int gen_window(tu_rng *r, chain *ch, int a_i, op_kind kind, int64_t k, int same)
@@ -295,11 +300,11 @@ static void gen_chain(tu_rng *r, chain *ch, int max_stages)
         int got = -1;
         switch (tu_range(r, 0, 9)) {
         case 0:
-        case 1: got = gen_window(r, ch, src, OP_CONV, tu_range(r, 1, 24), 0); break;
+        case 1: got = gen_window(r, ch, src, OP_CONV, conv_channels(r), 0); break;
         case 2: got = gen_window(r, ch, src, OP_DW, 0, 0); break;
         case 3: got = gen_window(r, ch, src, OP_POOL, 0, 0); break;
         case 4: {
-            int c = gen_window(r, ch, src, OP_CONV, tu_range(r, 1, 24), 0);
+            int c = gen_window(r, ch, src, OP_CONV, conv_channels(r), 0);
             got = c >= 0 ? gen_bn(r, ch, c) : -1;
             break;
         }
