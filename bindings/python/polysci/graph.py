@@ -326,6 +326,16 @@ def _name(name):
     return b
 
 
+def _bias(what, bias, k):
+    """None, or bias as K float32 values (what names the stage in errors)."""
+    if bias is None:
+        return None
+    b = _floats("%s bias" % what, bias, 1)
+    if b.shape[0] != k:
+        raise _arg_error("%s bias has %d values for K = %d" % (what, b.shape[0], k))
+    return b
+
+
 def _floats(name, v, ndims):
     """v as a C-contiguous float32 array with a number of dimensions in
     `ndims` (an int or a tuple); copied when it is not one already."""
@@ -533,11 +543,7 @@ class Graph:
             raise _arg_error("channel_mix weights must be K x C with C = %d, the input's channels (got shape %s)"
                              % (c, w.shape))
         k = w.shape[0]
-        b = None
-        if bias is not None:
-            b = _floats("channel_mix bias", bias, 1)
-            if b.shape[0] != k:
-                raise _arg_error("channel_mix bias has %d values for K = %d" % (b.shape[0], k))
+        b = _bias("channel_mix", bias, k)
         return self._add(lib.ps_graph_add_channel_mix, _name(name), t_in, k, _fptr(w),
                          _fptr(b) if b is not None else None)
 
@@ -562,11 +568,7 @@ class Graph:
         t_in = self._tensor(input, "input")
         w = _floats("conv weights", weights, 4)
         k = w.shape[0]
-        b = None
-        if bias is not None:
-            b = _floats("conv bias", bias, 1)
-            if b.shape[0] != k:
-                raise _arg_error("conv bias has %d values for K = %d" % (b.shape[0], k))
+        b = _bias("conv", bias, k)
         c = self._info_checked(t_in, "input").shape[3]
         g = _int("groups", groups)
         if g >= 1 and c % g == 0 and w.shape[1] != c // g:
