@@ -1,6 +1,7 @@
 /* Every error path of the public API: exact status, a fresh non-empty
  * message (see TU_ERR in test_util.h), and outputs left untouched. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -543,6 +544,19 @@ static void test_plan(ps_context *ctx)
                      bad[i].ranker, bad[i].top_k, bad[i].flags);
         }
     }
+    {
+        /* the measured mode's budget: negative, NaN, infinite, absurdly long */
+        const double bad[] = {-1.0, -1e-9, NAN, INFINITY, -INFINITY, 1e8};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            ps_plan_options o = opts;
+            o.top_k = 4;
+            o.time_budget_ms = bad[i];
+            plan = BAD;
+            TU_ERR(PS_ERR_INVALID_ARG, ps_plan_create(ctx, &cd, &o, &plan));
+            TU_CHECK(plan == NULL, "plan_create failed but *plan not NULL (time_budget_ms %g)", bad[i]);
+            TU_CHECK(strstr(ps_last_error_message(), "time_budget_ms") != NULL, "message: %s", ps_last_error_message());
+        }
+    }
     ps_plan_destroy(NULL);
     TU_CHECK(ps_plan_get_desc(NULL) == NULL, "ps_plan_get_desc(NULL)");
     TU_CHECK(ps_plan_get_schedule(NULL) == NULL, "ps_plan_get_schedule(NULL)");
@@ -890,27 +904,44 @@ static void test_wisdom(ps_context *ctx)
     if (a && b) {
         ps_desc dc = good_conv(), dg = good_gemm(), ds = good_conv();
         ds.u.conv.dst_pixel_stride = ds.u.conv.K + 5; /* its own key: a slice of a wider tensor */
-        ps_plan *p1 = NULL, *p2 = NULL, *p3 = NULL;
+        ps_plan *p1 = NULL, *p2 = NULL, *p3 = NULL, *p4 = NULL;
+        /* a measured plan (timed candidates within a budget): its own key,
+         * and its timed choice comes back from wisdom without timing again */
+        ps_plan_options measured;
+        ps_plan_options_init(&measured);
+        measured.top_k = 3;
+        measured.time_budget_ms = 25.0;
         TU_OK(ps_plan_create(a, &dc, NULL, &p1));
         TU_OK(ps_plan_create(a, &dg, NULL, &p2));
         TU_OK(ps_plan_create(a, &ds, NULL, &p3));
-        TU_CHECK(ps_context_cached_plans(a) == 3, "cached plans %d, want 3", ps_context_cached_plans(a));
+        TU_OK(ps_plan_create(a, &dc, &measured, &p4));
+        TU_CHECK(ps_context_cached_plans(a) == 4, "cached plans %d, want 4", ps_context_cached_plans(a));
         TU_OK(ps_wisdom_export(a, path));
         n = -1;
         TU_OK(ps_wisdom_import(b, path, &n));
-        TU_CHECK(n == 3 && ps_context_cached_plans(b) == 3, "imported %d, cached %d", n, ps_context_cached_plans(b));
-        ps_plan *q1 = NULL;
+        TU_CHECK(n == 4 && ps_context_cached_plans(b) == 4, "imported %d, cached %d", n, ps_context_cached_plans(b));
+        ps_plan *q1 = NULL, *q4 = NULL;
         TU_OK(ps_plan_create(b, &dc, NULL, &q1));
+        TU_OK(ps_plan_create(b, &dc, &measured, &q4));
+        TU_CHECK(ps_context_cached_plans(b) == 4, "wisdom's plans were planned again: cached %d",
+                 ps_context_cached_plans(b));
         char s1[256] = "", s2[256] = "";
         if (p1 && q1) {
             ps_schedule_format(ps_plan_get_schedule(p1), PS_OP_CONV_FWD, s1, sizeof s1, NULL);
             ps_schedule_format(ps_plan_get_schedule(q1), PS_OP_CONV_FWD, s2, sizeof s2, NULL);
             TU_CHECK(!strcmp(s1, s2), "imported plan runs '%s', exported '%s'", s2, s1);
         }
+        if (p4 && q4) {
+            ps_schedule_format(ps_plan_get_schedule(p4), PS_OP_CONV_FWD, s1, sizeof s1, NULL);
+            ps_schedule_format(ps_plan_get_schedule(q4), PS_OP_CONV_FWD, s2, sizeof s2, NULL);
+            TU_CHECK(!strcmp(s1, s2), "imported measured plan runs '%s', exported '%s'", s2, s1);
+        }
         ps_plan_destroy(p1);
         ps_plan_destroy(p2);
         ps_plan_destroy(p3);
+        ps_plan_destroy(p4);
         ps_plan_destroy(q1);
+        ps_plan_destroy(q4);
         ps_context_forget_plans(b);
         TU_CHECK(ps_context_cached_plans(b) == 0, "forget_plans left %d", ps_context_cached_plans(b));
         /* flip one byte in every position class: header, middle, end */
@@ -927,7 +958,7 @@ static void test_wisdom(ps_context *ctx)
         TU_CHECK(ps_context_cached_plans(b) == 0, "a corrupted import added %d plans", ps_context_cached_plans(b));
         TU_ERR(PS_ERR_PARSE, ps_wisdom_import_buffer(b, buf, len - 1, &n)); /* truncated */
         TU_OK(ps_wisdom_import_buffer(b, buf, len, &n));
-        TU_CHECK(n == 3, "intact buffer: imported %d", n);
+        TU_CHECK(n == 4, "intact buffer: imported %d", n);
     }
     ps_context_destroy(a);
     ps_context_destroy(b);

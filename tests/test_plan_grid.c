@@ -317,7 +317,7 @@ static void plan_problem(ps_context *ctx, const machine_case *mc, const ps_exper
         ps_ranker ranker = ps_planner_default_ranker(&ctx->machine, &p, 1);
         if (ranker != PS_RANKER_NONE && !with_dnn) ranker = PS_RANKER_NONE;
         int refused = 0;
-        st = ps_planner_choose(ctx, &p, threads, ranker, 1, &s, &refused);
+        st = ps_planner_choose(ctx, &p, threads, ranker, 1, 0.0, &s, &refused);
         t->plans++;
         if (ranker != PS_RANKER_NONE) t->dnn_plans++;
         t->refused += refused;

@@ -80,6 +80,7 @@ typedef struct cli_plan_args {
     int64_t threads;    /* --threads T: 0 = OpenMP's default */
     const char *ranker; /* --ranker NAME (cli_ranker_names) */
     int64_t top_k;      /* --top-k K */
+    double budget_ms;   /* --budget-ms MS */
     int no_cache;       /* --no-cache */
 } cli_plan_args;
 
@@ -88,13 +89,15 @@ typedef struct cli_plan_args {
 #define CLI_RANKER_OPT(p) CLI_RANKER_OPT_HELP(p, "NAME  planner's ranker: default, cost, volume, dnn or none")
 #define CLI_TOP_K_OPT(p)                                                                                \
     {"top-k", CLI_OPT_INT, &(p).top_k, 0, 1000000,                                                      \
-     "K  time the default and the K best-ranked schedules (ranker default: DNN), keep the fastest", 0}
+     "K  time the default and the K best-ranked schedules (ranker default: DNN), keep the fastest", 0}, \
+    {"budget-ms", CLI_OPT_FLOAT, &(p).budget_ms, 0, 0,                                                 \
+     "MS  with --top-k: stop timing candidates after MS ms of planning (0: time all K)", 0}
 #define CLI_NO_CACHE_OPT(p) {"no-cache", CLI_OPT_FLAG, &(p).no_cache, 0, 0, "bypass the context's plan cache", 0}
 
-/* threads 0, ranker "default", top_k 0, no_cache 0. */
+/* threads 0, ranker "default", top_k 0, budget_ms 0, no_cache 0. */
 void cli_plan_args_defaults(cli_plan_args *p);
 /* The ps_ranker named by p->ranker into *ranker and, when po is not NULL,
- * ps_plan_options with the arguments (num_threads, ranker, top_k, flags).
+ * ps_plan_options with the arguments (num_threads, ranker, top_k, time_budget_ms, flags).
  * CLI_OK, or CLI_USAGE with a message for an unknown ranker. */
 int cli_plan_args_options(const char *cmd, const cli_plan_args *p, ps_ranker *ranker, ps_plan_options *po);
 
@@ -327,6 +330,7 @@ typedef struct cli_check_opts {
     int num_threads;             /* 0: the context's */
     ps_ranker ranker;            /* ps_plan_options.ranker */
     int top_k;                   /* ps_plan_options.top_k */
+    double budget_ms;            /* ps_plan_options.time_budget_ms */
     unsigned plan_flags;         /* ps_plan_options.flags */
     int reps;                    /* timed executions (>= 1) */
     double tol;                  /* pass if max rel err <= tol and all finite */

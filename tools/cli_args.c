@@ -159,6 +159,7 @@ void cli_plan_args_defaults(cli_plan_args *p)
     p->threads = 0;
     p->ranker = "default";
     p->top_k = 0;
+    p->budget_ms = 0.0;
     p->no_cache = 0;
 }
 
@@ -172,6 +173,7 @@ int cli_plan_args_options(const char *cmd, const cli_plan_args *p, ps_ranker *ra
         po->num_threads = (int)p->threads;
         po->ranker = *ranker;
         po->top_k = (int)p->top_k;
+        po->time_budget_ms = p->budget_ms;
         po->flags = p->no_cache ? PS_PLAN_NO_CACHE : 0u;
     }
     return CLI_OK;

@@ -37,6 +37,7 @@ typedef struct bench_opts {
     int threads;            /* resolved: the context's */
     ps_ranker ranker;
     int top_k;              /* planner option: time the k best-ranked schedules */
+    double budget_ms;       /* planner option: ... within this much planning time */
     int vs_onednn, exhaustive;
     int onednn_nhwc;        /* oneDNN with plain NHWC activations: 0 no, 1 instead of `any`, 2 as well */
     int check_only;         /* verify every output, time nothing */
@@ -322,6 +323,7 @@ static int time_planning(ps_context *ctx, const bench_opts *bo, const ps_desc *d
     ps_plan_options_init(&po);
     po.ranker = bo->ranker;
     po.top_k = bo->top_k;
+    po.time_budget_ms = bo->budget_ms;
     double cold[64], warm[64];
     int n = bo->plan_reps < 64 ? bo->plan_reps : 64;
     *plan = NULL;
@@ -1319,7 +1321,7 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
     if (vs && !onednn_cache) onednn_disable_primitive_cache();
 #endif
     bench_opts bo = {.kind = kind, .threads = ps_context_num_threads(ctx), .ranker = ranker,
-                     .top_k = (int)pa.top_k, .vs_onednn = vs != NULL, .onednn_nhwc = mode, .check_only = check_only,
+                     .top_k = (int)pa.top_k, .budget_ms = pa.budget_ms, .vs_onednn = vs != NULL, .onednn_nhwc = mode, .check_only = check_only,
                      .describe = describe, .rows_out = quiet ? stderr : stdout, .exhaustive = exhaustive, .reps = (int)reps,
                      .variant_reps = (int)variant_reps, .plan_reps = (int)plan_reps, .min_trial_ms = min_ms, .warmup_ms = warmup_ms,
                      .tol = tol, .seed = (uint64_t)ca.seed, .progress = cli_progress_enabled(), .dist = NULL,

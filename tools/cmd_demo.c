@@ -93,7 +93,7 @@ int cmd_demo(int argc, char **argv)
         char shp[128];
         cli_shape_short(&layers[i].desc, shp, sizeof shp);
         cli_check_opts o = {.schedule = NULL, .num_threads = po.num_threads, .ranker = po.ranker,
-                            .top_k = po.top_k, .plan_flags = po.flags, .reps = (int)reps,
+                            .top_k = po.top_k, .budget_ms = po.time_budget_ms, .plan_flags = po.flags, .reps = (int)reps,
                             .tol = ca.tol, .describe = describe, .seed = (uint64_t)ca.seed + (uint64_t)i};
         cli_result res;
         int r = ps_desc_validate(&layers[i].desc) == PS_SUCCESS ? cli_check(ctx, &layers[i].desc, &o, &res)

@@ -43,7 +43,7 @@ static int run_and_report(const char *cmd, const ps_desc *desc, const run_args *
     }
 
     cli_check_opts o = {.schedule = sched, .num_threads = po.num_threads, .ranker = po.ranker,
-                        .top_k = po.top_k, .plan_flags = po.flags, .reps = (int)c->reps, .tol = c->check.tol,
+                        .top_k = po.top_k, .budget_ms = po.time_budget_ms, .plan_flags = po.flags, .reps = (int)c->reps, .tol = c->check.tol,
                         .describe = 1, .seed = (uint64_t)c->check.seed};
     cli_result res;
     rc = cli_check(ctx, desc, &o, &res);

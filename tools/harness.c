@@ -210,6 +210,7 @@ int cli_check(ps_context *ctx, const ps_desc *desc, const cli_check_opts *o, cli
     popts.num_threads = o->num_threads;
     popts.ranker = o->ranker;
     popts.top_k = o->top_k;
+    popts.time_budget_ms = o->budget_ms;
     popts.flags = o->plan_flags;
     ps_plan *plan = NULL;
     double t0 = cli_now_ms();

@@ -67,6 +67,11 @@ typedef struct ps_plan_options {
                                     keep the fastest; 0 or 1 = purely static (no execution
                                     while planning) */
     unsigned flags;              /* PS_PLAN_* */
+    double time_budget_ms;       /* with top_k > 1: planning time (ms) after which no further candidate
+                                    is timed; the expert schedule and the ranker's first choice are
+                                    always timed, the others in the ranker's order while time is
+                                    left. 0: no limit (all k). Part of the plan cache and wisdom
+                                    key. */
 } ps_plan_options;
 
 PS_API void ps_plan_options_init(ps_plan_options *opts);

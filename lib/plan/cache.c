@@ -14,8 +14,10 @@
 #define GEMM_KEY "gemm M=%lld N=%lld K=%lld order=%d ta=%d tb=%d lda=%lld ldb=%lld ldc=%lld alpha=%a beta=%a"
 #define LDO_KEY " ldo=%lld"
 #define OPTS_KEY " threads=%d ranker=%d topk=%d"
+#define BUDGET_KEY " budget=%g"
 
-int ps_plan_key(const ps_desc *desc, int nthreads, ps_ranker ranker, int top_k, char *buf, size_t len)
+int ps_plan_key(const ps_desc *desc, int nthreads, ps_ranker ranker, int top_k, double budget_ms, char *buf,
+                size_t len)
 {
     int n;
     if (desc->kind == PS_OP_CONV_FWD) {
@@ -36,11 +38,31 @@ int ps_plan_key(const ps_desc *desc, int nthreads, ps_ranker ranker, int top_k, 
                      g->trans_a, g->trans_b, (long long)g->lda, (long long)g->ldb, (long long)g->ldc, (double)g->alpha,
                      (double)g->beta, nthreads, (int)ranker, top_k);
     }
+    /* a timing budget only where it limits timing: other keys keep the form
+     * wisdom files have always had */
+    if (top_k > 1 && budget_ms > 0 && n >= 0) {
+        const size_t used = (size_t)n < len ? (size_t)n : len;
+        n += snprintf(buf + used, len - used, BUDGET_KEY, budget_ms);
+    }
     return n;
 }
 
-ps_status ps_plan_key_parse(const char *key, ps_desc *desc, int *nthreads, ps_ranker *ranker, int *top_k)
+ps_status ps_plan_key_parse(const char *in, ps_desc *desc, int *nthreads, ps_ranker *ranker, int *top_k,
+                            double *budget_ms)
 {
+    /* The optional budget ends the key; the rest parses as before. */
+    char key[1024];
+    double budget = 0.0;
+    const char *b = strstr(in, " budget=");
+    const size_t head = b ? (size_t)(b - in) : strlen(in);
+    if (head >= sizeof key) return ps_error(PS_ERR_PARSE, "wisdom: key too long \"%.200s\"", in);
+    memcpy(key, in, head);
+    key[head] = 0;
+    if (b) {
+        int used = 0;
+        if (sscanf(b, " budget=%lf%n", &budget, &used) != 1 || b[used] != 0 || !(budget > 0 && budget <= 1e7))
+            return ps_error(PS_ERR_PARSE, "wisdom: malformed budget in key \"%.200s\"", in);
+    }
     long long v[16];
     int layout, wl, order, ta, tb, rk, consumed = 0;
     unsigned post;
@@ -75,7 +97,9 @@ ps_status ps_plan_key_parse(const char *key, ps_desc *desc, int *nthreads, ps_ra
     } else {
         return ps_error(PS_ERR_PARSE, "wisdom: unknown plan kind in \"%.200s\"", key);
     }
+    if (b && *top_k <= 1) return ps_error(PS_ERR_PARSE, "wisdom: a budget without top_k > 1 in key \"%.200s\"", in);
     *ranker = (ps_ranker)rk;
+    if (budget_ms) *budget_ms = budget;
     return PS_SUCCESS;
 }
 

@@ -8,10 +8,13 @@
 #include "plan/context_impl.h"
 
 /* Canonical, parseable text of what determines the planner's choice:
- * the descriptor and the planning options (threads, ranker, top_k). */
-int ps_plan_key(const ps_desc *desc, int nthreads, ps_ranker ranker, int top_k, char *buf, size_t len);
+ * the descriptor and the planning options (threads, ranker, top_k and,
+ * where it limits timing, the budget). */
+int ps_plan_key(const ps_desc *desc, int nthreads, ps_ranker ranker, int top_k, double budget_ms, char *buf,
+                size_t len);
 /* Parses a key back; PS_ERR_PARSE if it is not one ps_plan_key writes. */
-ps_status ps_plan_key_parse(const char *key, ps_desc *desc, int *nthreads, ps_ranker *ranker, int *top_k);
+ps_status ps_plan_key_parse(const char *key, ps_desc *desc, int *nthreads, ps_ranker *ranker, int *top_k,
+                            double *budget_ms);
 
 void ps_cache_init(ps_context *ctx);
 void ps_cache_release(ps_context *ctx);

@@ -53,6 +53,9 @@ ps_status ps_plan_options_check(const char *who, const ps_plan_options **opts, p
         return ps_error(PS_ERR_INVALID_ARG, "%s: unknown ranker %d", who, (int)o->ranker);
     if (o->top_k < 0 || o->top_k > 100000)
         return ps_error(PS_ERR_INVALID_ARG, "%s: top_k %d out of range (0..100000)", who, o->top_k);
+    if (!(o->time_budget_ms >= 0 && o->time_budget_ms <= 1e7))
+        return ps_error(PS_ERR_INVALID_ARG, "%s: time_budget_ms %g out of range (0..1e7 ms; 0: no limit)", who,
+                        o->time_budget_ms);
     if (o->flags & ~PS_PLAN_NO_CACHE)
         return ps_error(PS_ERR_INVALID_ARG, "%s: unknown flags 0x%x", who, o->flags & ~PS_PLAN_NO_CACHE);
     return PS_SUCCESS;
@@ -63,7 +66,7 @@ ps_status ps_plan_options_check(const char *who, const ps_plan_options **opts, p
 static void ps_plan_verbose(const ps_plan *p, const char *what, double ms, const ps_exec_profile *prof)
 {
     char key[1024], sched[512], phases[160] = "";
-    ps_plan_key(&p->problem.desc, p->exec.nthreads, PS_RANKER_DEFAULT, 0, key, sizeof key);
+    ps_plan_key(&p->problem.desc, p->exec.nthreads, PS_RANKER_DEFAULT, 0, 0.0, key, sizeof key);
     ps_schedule_format(p->schedule, p->problem.desc.kind, sched, sizeof sched, NULL);
     if (prof) {
         const ps_exec *e = &p->exec;
@@ -93,6 +96,7 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
     if ((st = ps_plan_options_check("ps_plan_create", &opts, &def))) return st;
     const int nthreads = opts->num_threads ? opts->num_threads : ctx->num_threads;
     const int top_k = opts->top_k > 1 ? opts->top_k : 1;
+    const double budget_ms = top_k > 1 ? opts->time_budget_ms : 0.0;
     const ps_ranker ranker = opts->ranker == PS_RANKER_DEFAULT ? ps_planner_default_ranker(&ctx->machine, &prob, top_k)
                                                                : opts->ranker;
 
@@ -110,14 +114,14 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
             goto fail;
         }
     } else {
-        ps_plan_key(&pr->desc, nthreads, ranker, top_k, key, sizeof key);
+        ps_plan_key(&pr->desc, nthreads, ranker, top_k, budget_ms, key, sizeof key);
         /* A cached schedule was checked for this key's problem when planned
          * (or imported, lib/plan/wisdom.c). */
         if (!(opts->flags & PS_PLAN_NO_CACHE)) p->schedule = ps_cache_lookup(ctx, key);
         p->from_cache = p->schedule != NULL;
         if (!p->schedule) {
             /* Every candidate is checked before the planner returns it. */
-            if ((st = ps_planner_choose(ctx, pr, nthreads, ranker, top_k, &p->schedule, NULL))) goto fail;
+            if ((st = ps_planner_choose(ctx, pr, nthreads, ranker, top_k, budget_ms, &p->schedule, NULL))) goto fail;
             remember = !(opts->flags & PS_PLAN_NO_CACHE);
         }
     }

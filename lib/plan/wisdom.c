@@ -176,7 +176,7 @@ ps_status ps_wisdom_import_buffer(ps_context *ctx, const char *data, size_t len,
         int nthreads, top_k;
         ps_ranker ranker;
         ps_schedule *sched = NULL;
-        if ((st = ps_plan_key_parse(l + 5, &desc, &nthreads, &ranker, &top_k)) ||
+        if ((st = ps_plan_key_parse(l + 5, &desc, &nthreads, &ranker, &top_k, NULL)) ||
             (st = ps_desc_validate(&desc)) || (st = ps_schedule_parse(desc.kind, tab + 1, &sched)) ||
             (st = ps_schedule_check(sched, &desc))) {
             ps_schedule_destroy(sched);

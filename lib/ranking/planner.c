@@ -141,9 +141,23 @@ static void note_refused(const ps_context *ctx, const ps_problem *p, int nthread
     (*refused)++;
     if (!ctx->verbose) return;
     char key[1024], text[512] = "-";
-    ps_plan_key(&p->desc, nthreads, PS_RANKER_DEFAULT, 0, key, sizeof key);
+    ps_plan_key(&p->desc, nthreads, PS_RANKER_DEFAULT, 0, 0.0, key, sizeof key);
     if (s) ps_schedule_format(s, p->desc.kind, text, sizeof text, NULL);
     fprintf(stderr, "polysci_verbose,refused,%s,%s,%s,%s\n", key, who, text, reason);
+}
+
+/* A candidate timed at plan time: `polysci_verbose,timed,KEY,WHO,SCHEDULE,MS`
+ * (WHO: expert, or ranked:I for the ranker's I-th candidate), so a user sees
+ * what the measured mode compared and what the budget left out. */
+static void note_timed(const ps_context *ctx, const ps_problem *p, int nthreads, const char *who, int i,
+                       const ps_schedule *s, double ms)
+{
+    if (!ctx->verbose) return;
+    char key[1024], text[512];
+    ps_plan_key(&p->desc, nthreads, PS_RANKER_DEFAULT, 0, 0.0, key, sizeof key);
+    ps_schedule_format(s, p->desc.kind, text, sizeof text, NULL);
+    if (i > 0) fprintf(stderr, "polysci_verbose,timed,%s,%s:%d,%s,%.4f\n", key, who, i, text, ms);
+    else fprintf(stderr, "polysci_verbose,timed,%s,%s,%s,%.4f\n", key, who, text, ms);
 }
 
 /* Takes candidate *s where it passes the check, else notes and destroys it. */
@@ -181,10 +195,13 @@ static ps_status expert_choice(ps_context *ctx, const ps_problem *p, int nthread
 
 /* The ranker's candidates in its order, the first that passes the check; for
  * top_k > 1 the fastest of the k best that pass and the expert schedule
- * (timing then never ends below what the default options would run). */
+ * (timing then never ends below what the default options would run). The
+ * expert schedule and the first candidate are timed first; the others follow
+ * in the ranker's order until planning has taken budget_ms (> 0). */
 static ps_status ranked_choice(ps_context *ctx, const ps_problem *p, int nthreads, ps_ranker ranker, int top_k,
-                               ps_schedule **out, int *refused)
+                               double budget_ms, ps_schedule **out, int *refused)
 {
+    const double t0 = omp_get_wtime();
     ps_ranking r;
     ps_status st = ps_rank_variants(&ctx->machine, p, nthreads, ranker, &r);
     if (st == PS_ERR_OUT_OF_MEMORY) return st;
@@ -225,15 +242,20 @@ static ps_status ranked_choice(ps_context *ctx, const ps_problem *p, int nthread
     if (top_k > 1) {
         bench_buffers b;
         double best = 1e300, ms = 0.0;
-        if (!(st = alloc_buffers(p, &b))) {
-            for (int i = 0; i < n && !st; i++)
-                if (!(st = time_schedule(p, cand[i], nthreads, &ctx->machine, &b, &ms)) && ms < best) {
+        if (!(st = alloc_buffers(p, &b)) && !(st = expert_choice(ctx, p, nthreads, &expert, refused)) &&
+            !(st = time_schedule(p, expert, nthreads, &ctx->machine, &b, &ms))) {
+            note_timed(ctx, p, nthreads, "expert", 0, expert, ms);
+            best = ms;
+            pick = -1;
+            for (int i = 0; i < n && !st; i++) {
+                if (i > 0 && budget_ms > 0 && (omp_get_wtime() - t0) * 1e3 >= budget_ms) break;
+                if ((st = time_schedule(p, cand[i], nthreads, &ctx->machine, &b, &ms))) break;
+                note_timed(ctx, p, nthreads, "ranked", i + 1, cand[i], ms);
+                if (ms < best) {
                     best = ms;
                     pick = i;
                 }
-            if (!st && !(st = expert_choice(ctx, p, nthreads, &expert, refused)) &&
-                !(st = time_schedule(p, expert, nthreads, &ctx->machine, &b, &ms)) && ms < best)
-                pick = -1;
+            }
         }
         free_buffers(&b);
     }
@@ -249,7 +271,7 @@ static ps_status ranked_choice(ps_context *ctx, const ps_problem *p, int nthread
 }
 
 ps_status ps_planner_choose(ps_context *ctx, const ps_problem *p, int nthreads, ps_ranker ranker, int top_k,
-                            ps_schedule **out, int *refused)
+                            double budget_ms, ps_schedule **out, int *refused)
 {
     *out = NULL;
     int dropped = 0;
@@ -259,5 +281,5 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_problem *p, int nthreads, 
     if (ranker == PS_RANKER_NONE) return expert_choice(ctx, p, nthreads, out, refused);
     if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME && ranker != PS_RANKER_DNN)
         return ps_error(PS_ERR_UNSUPPORTED, "planner: ranker %d is not available in this build", (int)ranker);
-    return ranked_choice(ctx, p, nthreads, ranker, top_k, out, refused);
+    return ranked_choice(ctx, p, nthreads, ranker, top_k, budget_ms, out, refused);
 }

@@ -16,9 +16,12 @@
  * candidate, or a ranking that fails, is noted on stderr under PS_VERBOSE
  * and the next one is tried, so a valid problem always plans; errors are
  * PS_ERR_OUT_OF_MEMORY, and PS_ERR_UNSUPPORTED for a ranker this build
- * lacks. *refused (optional): how many candidates were refused. */
+ * lacks. *refused (optional): how many candidates were refused.
+ * budget_ms > 0 (with top_k > 1): once planning has taken that long, the
+ * candidates not yet timed are skipped (the expert schedule and the ranker's
+ * first choice are always timed). */
 ps_status ps_planner_choose(ps_context *ctx, const ps_problem *p, int nthreads, ps_ranker ranker, int top_k,
-                            ps_schedule **out, int *refused);
+                            double budget_ms, ps_schedule **out, int *refused);
 
 /* The ranker PS_RANKER_DEFAULT stands for, per operation (and batch size),
  * machine (how fast its last-level cache is), with top_k timing or without. */

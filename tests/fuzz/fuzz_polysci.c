@@ -541,7 +541,7 @@ static void fuzz_op(rd *r, int gemm)
     expect_message(vst, "ps_desc_validate");
     if (g_verbose) {
         char key[1024];
-        ps_plan_key(&d, o.num_threads, o.ranker, o.top_k, key, sizeof key);
+        ps_plan_key(&d, o.num_threads, o.ranker, o.top_k, o.time_budget_ms, key, sizeof key);
         fprintf(stderr, "fuzz: %s (struct_size %zu kind %d) -> validate %s%s%s\n"
                 "fuzz: opts struct_size %zu threads %d ranker %d top_k %d flags 0x%x schedule source %d how 0x%x describe_len %zu\n",
                 key, d.struct_size, (int)d.kind, ps_status_str(vst), vst ? ": " : "", vst ? ps_last_error_message() : "",
@@ -636,7 +636,7 @@ static void run_imported(uint8_t how)
         ps_ranker ranker;
         char key[1100];
         snprintf(key, sizeof key, "%s", g_ctx->cache[i].key);
-        if (ps_plan_key_parse(key, &d, &nthreads, &ranker, &top_k)) BUG("imported key \"%s\" does not parse", key);
+        if (ps_plan_key_parse(key, &d, &nthreads, &ranker, &top_k, NULL)) BUG("imported key \"%s\" does not parse", key);
         if (ps_desc_validate(&d)) BUG("imported key \"%s\" is not a valid descriptor", key);
         if (nthreads < 1 || nthreads > 3 || top_k < 1 || top_k > 2 || (int)ranker < 0 || ranker > PS_RANKER_VOLUME ||
             !small_enough(&d))

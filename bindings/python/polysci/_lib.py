@@ -208,6 +208,7 @@ class PlanOptionsC(ctypes.Structure):
         ("ranker", c_enum),
         ("top_k", ctypes.c_int),
         ("flags", ctypes.c_uint),
+        ("time_budget_ms", ctypes.c_double),
     ]
 
 

@@ -241,10 +241,10 @@ class Context:
     def num_threads(self):
         return lib.ps_context_num_threads(self._handle())
 
-    def plan(self, desc, schedule=None, num_threads=0, ranker="default", top_k=0, cache=True):
+    def plan(self, desc, schedule=None, num_threads=0, ranker="default", top_k=0, cache=True, time_budget_ms=0.0):
         """A :class:`Plan` for `desc` (see Plan)."""
         return Plan(self, desc, schedule=schedule, num_threads=num_threads, ranker=ranker,
-                    top_k=top_k, cache=cache)
+                    top_k=top_k, cache=cache, time_budget_ms=time_budget_ms)
 
     # -- cost queries (cost.h)
 
@@ -830,7 +830,7 @@ class Plan:
     """A plan (ps_plan): created once per shape, executed many times.
 
     Plan(ctx, desc, schedule=None, num_threads=0, ranker="default", top_k=0,
-    cache=True). schedule: None (the planner chooses), a :class:`Schedule`,
+    cache=True, time_budget_ms=0.0). schedule: None (the planner chooses), a :class:`Schedule`,
     or schedule text. num_threads: 0 = the context's. ranker: "default"
     (what measured best: "dnn" for convolutions, "none" for GEMMs),
     "cost" (PolyScientist cost model), "dnn" (pairwise neural ranking) or
@@ -839,7 +839,9 @@ class Plan:
     else Schedule.default's order, with L2 band tiles for GEMMs where they
     balance over the threads). top_k:
     time the k best-ranked variants and the expert schedule, keep the fastest (0/1: purely static;
-    with ranker "default" the candidates are the DNN's first k). cache=False: neither
+    with ranker "default" the candidates are the DNN's first k). time_budget_ms (with top_k > 1):
+    planning time after which no further candidate is timed (the expert schedule and the
+    ranker's first candidate always are; 0: no limit). cache=False: neither
     read nor fill the context's plan cache. The plan holds a reference to
     its context.
 
@@ -849,7 +851,8 @@ class Plan:
     out as the descriptor says; nothing is copied or converted.
     """
 
-    def __init__(self, ctx, desc, schedule=None, num_threads=0, ranker="default", top_k=0, cache=True):
+    def __init__(self, ctx, desc, schedule=None, num_threads=0, ranker="default", top_k=0, cache=True,
+                 time_budget_ms=0.0):
         if not isinstance(ctx, Context):
             raise _arg_error("ctx must be a polysci.Context (got %s)" % type(ctx).__name__)
         desc = _as_desc(desc)
@@ -859,6 +862,10 @@ class Plan:
         opts.ranker = _enum("ranker", ranker, _RANKERS, Ranker)
         opts.top_k = _int_range("top_k", top_k, -(1 << 31), (1 << 31) - 1)
         opts.flags = 0 if cache else PS_PLAN_NO_CACHE
+        try:
+            opts.time_budget_ms = float(time_budget_ms)
+        except (TypeError, ValueError):
+            raise _arg_error("time_budget_ms must be a number of milliseconds (got %r)" % (time_budget_ms,)) from None
         if isinstance(schedule, str):
             schedule = Schedule.parse(schedule, desc.kind)
         if schedule is not None:

@@ -107,6 +107,13 @@ def test_plan_options_reach_the_library(ps, ctx):
     assert got.split(" : ")[0] in (want.split(" : ")[0], "32" + want.split(" : ")[0][2:]), (got, want)
     with pytest.raises(ps.ArgumentError, match="top_k"):
         ctx.plan(d, top_k=-1)
+    # the measured mode's budget: checked by the library (negative, NaN), by the binding (not a number)
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ps.ArgumentError, match="time_budget_ms"):
+            ctx.plan(d, top_k=4, time_budget_ms=bad)
+    with pytest.raises(ps.ArgumentError, match="time_budget_ms"):
+        ctx.plan(d, top_k=4, time_budget_ms="fast")
+    assert ctx.plan(d, top_k=4, time_budget_ms=5.0, cache=False).schedule is not None
 
 
 def test_library_path_and_version(ps):
