@@ -152,6 +152,34 @@ def test_replicate_oracle_is_run1_fastest_timed_in_run2(tmp_path):
     assert table["held-out"][1] < 1.0
 
 
+def test_test_files_are_ranked_with_the_model_trained_on_the_data(tmp_path):
+    """--test: trained on every layer of the data, the test files' layers
+    ranked (another machine's data): its per-layer rows are the test layers,
+    and their Eq. 1 pick efficiencies are those of the test files."""
+    train_sets = make_rows(7)
+    test_sets = {("c" + s[1:]): [dict(r, name="c" + r["name"][1:]) for r in rows] for s, rows in make_rows(8).items()}
+    data = write_sets(str(tmp_path / "machine_a"), train_sets)
+    test = write_sets(str(tmp_path / "machine_b"), test_sets)
+    report = str(tmp_path / "r.md")
+    out, vec = str(tmp_path / "w.c"), str(tmp_path / "v.txt")
+    r = run_train(["--test"] + test + ["--report", report, "--out", out, "--vectors", vec] + data)
+    assert r.returncode == 0, r.stderr
+    # an evaluation: the weights and test vectors are not written
+    assert not os.path.exists(out) and not os.path.exists(vec)
+    text = open(report).read()
+    assert "Trained on %d layers" % (len(SETS) * LAYERS) in text
+    rows = re.findall(r"^\| ((?:a|b|c)set_\d+) \(N=2, 2 thr\) \| (\w+) \| \d+ \| ([\d.]+) \| ([\d.]+) \|", text, re.M)
+    assert sorted(r[0] for r in rows) == sorted({r["name"] for rs in test_sets.values() for r in rs})
+    for name, _, best, eq1 in rows:
+        layer = [r for rs in test_sets.values() for r in rs if r["name"] == name]
+        times = [float(r["ms"]) for r in layer]
+        first = [float(r["ms"]) for r in layer if r["rank_by_cost"] == 1][0]
+        assert float(best) == pytest.approx(min(times), abs=1e-4)
+        assert float(eq1) == pytest.approx(min(times) / first, abs=6e-4)
+    r = run_train(["--test"] + test + ["--holdout-frac", "0.5"] + data)
+    assert r.returncode == 2 and "two different evaluations" in r.stderr
+
+
 def test_replicate_needs_holdout(tmp_path):
     data = write_sets(str(tmp_path / "run1"), make_rows(3))
     r = run_train(data + ["--replicate"] + data)

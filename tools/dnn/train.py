@@ -30,6 +30,12 @@ once as B); the order is most wins, fewest losses, then the Eq. 1 order
 Modes:
   train.py FILES...                 train on every layer; write the weights
                                     (--out) and the test vectors (--vectors)
+  train.py --test TEST_FILES... --report R FILES...
+                                    train on FILES, rank the layers of
+                                    TEST_FILES (another machine's data, or
+                                    held-out seeds of generated layers),
+                                    write a markdown report; the shipped
+                                    weights are not touched
   train.py --holdout-frac 0.3 --split-seed S --report R FILES...
                                     train on 70% of the layer names of each
                                     layer set, rank the held-out 30% with
@@ -95,8 +101,10 @@ class Layer:
 
 
 def layer_set(path):
-    """resnet50_N2_t2.csv -> resnet50; gemm_t2.csv -> gemm."""
-    return os.path.basename(path).split(".")[0].split("_")[0]
+    """resnet50_N2_t2.csv -> resnet50; gemm_t2.csv -> gemm; random_few-channel_s203_t2.csv (generated layers,
+    tools/dnn/collect_random.sh) -> random_few-channel."""
+    parts = os.path.basename(path).split(".")[0].split("_")
+    return "_".join(parts[:2]) if parts[0] == "random" and len(parts) > 2 else parts[0]
 
 
 def file_id(path):
@@ -604,12 +612,19 @@ def report(p32, train_layers, test_layers, args, files, n_pairs, replicate=None,
     acc_tr = pair_accuracy(p32, train_layers, args.noise)
     out.append("DNN ranker, held-out evaluation (`%s`)." % command_line())
     out.append("")
-    out.append("Data: %s. Trained on %d layers (%d labelled pairs), evaluated on %d held-out layers "
-               "(holdout fraction %g of the layer names per set, split seed %d, training seed %d). "
-               "Pick efficiency = fastest variant's time / time of the variant ranked first "
-               "(1.0 = the ranker found the fastest); geomeans."
-               % (", ".join("`%s`" % f[0] for f in files), len(train_layers), n_pairs, len(test_layers),
-                  args.holdout_frac, args.split_seed, args.seed))
+    if args.test:
+        out.append("Trained on %d layers of %s (%d labelled pairs, training seed %d), evaluated on the %d layers of "
+                   "%s, which it never saw (another machine's or other seeds' timings). Pick efficiency = fastest "
+                   "variant's time / time of the variant ranked first (1.0 = the ranker found the fastest); geomeans."
+                   % (len(train_layers), ", ".join("`%s`" % f[0] for f in files), n_pairs, args.seed,
+                      len(test_layers), ", ".join("`%s`" % file_id(p)[0] for p in args.test)))
+    else:
+        out.append("Data: %s. Trained on %d layers (%d labelled pairs), evaluated on %d held-out layers "
+                   "(holdout fraction %g of the layer names per set, split seed %d, training seed %d). "
+                   "Pick efficiency = fastest variant's time / time of the variant ranked first "
+                   "(1.0 = the ranker found the fastest); geomeans."
+                   % (", ".join("`%s`" % f[0] for f in files), len(train_layers), n_pairs, len(test_layers),
+                      args.holdout_frac, args.split_seed, args.seed))
     out.append("")
     out.append("| layer set | held-out layers | variants | Eq. 1 pick eff. | DNN pick eff. |")
     out.append("|---|---:|---:|---:|---:|")
@@ -720,7 +735,11 @@ def main():
     ap.add_argument("--holdout-frac", type=float, default=0.0,
                     help="evaluate: train on the other layers only; writes --report, not --out/--vectors")
     ap.add_argument("--split-seed", type=int, default=1, help="seed of the layer split (default 1)")
-    ap.add_argument("--report", help="markdown evaluation report (with --holdout-frac)")
+    ap.add_argument("--report", help="markdown evaluation report (with --holdout-frac or --test)")
+    ap.add_argument("--test", nargs="+", metavar="FILE",
+                    help="evaluate: train on the data files, rank the layers of these --dist files (another "
+                         "machine's folder, held-out seeds of `polysci bench conv --random`); writes --report, "
+                         "not --out/--vectors (takes every file up to the next option)")
     ap.add_argument("--replicate", nargs="+", metavar="FILE",
                     help="with --holdout-frac: --dist files of a second exhaustive run of the same layers; the "
                          "report also scores the picks against it (and the first run's fastest: the noise floor); "
@@ -747,8 +766,10 @@ def main():
     args = ap.parse_args()
     if not 0.0 <= args.holdout_frac < 1.0:
         ap.error("--holdout-frac must be in [0, 1)")
-    if args.report and args.holdout_frac <= 0:
-        ap.error("--report needs --holdout-frac")
+    if args.report and args.holdout_frac <= 0 and not args.test:
+        ap.error("--report needs --holdout-frac or --test")
+    if args.test and args.holdout_frac > 0:
+        ap.error("--test and --holdout-frac are two different evaluations: give one")
     if args.retimed and args.holdout_frac <= 0:
         ap.error("--retimed needs --holdout-frac")
     if args.replicate and args.holdout_frac <= 0 and not args.candidates:
@@ -758,6 +779,15 @@ def main():
     layers = load(args.data)
     if args.average:
         average(layers, load_replicate(args.average))
+    if args.test:
+        te = load(args.test)
+        params, n_pairs = train(layers, args)
+        text = report(to_f32(params), layers, te, args, files, n_pairs)
+        sys.stdout.write(text)
+        if args.report:
+            with open(args.report, "w") as f:
+                f.write(text)
+        return
     if args.holdout_frac > 0:
         held = split(layers, args.holdout_frac, args.split_seed)
         tr = [L for L in layers if (L.lset, L.name) not in held]
