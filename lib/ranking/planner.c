@@ -60,6 +60,7 @@ static ps_status alloc_buffers(const ps_problem *p, bench_buffers *b)
         if (!b->src || !b->wraw || !b->dst) return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: no memory to time candidates");
         fill(b->src, ns);
         fill(b->wraw, nw);
+        memset(b->dst, 0, nd * 4); /* its pages mapped before any timed run */
     } else {
         const ps_gemm_shape *g = &p->gemm;
         size_t na = (size_t)g->lda * (size_t)(g->trans_a ? g->M : g->K), nb = (size_t)g->ldb * (size_t)(g->trans_b ? g->K : g->N);
@@ -78,9 +79,19 @@ static void free_buffers(bench_buffers *b)
     free(b->src); free(b->wraw); free(b->wpacked); free(b->dst); free(b->a); free(b->b); free(b->c); free(b->ws);
 }
 
-/* Best of three runs after a warm-up, in ms. */
+/* A run lasting this long is its own measurement under a budget: the
+ * operands' pages are mapped and the kernels compiled before it, and a
+ * second run would double the candidate's cost. */
+#define TIME_ONE_RUN_MS 2.0
+/* Shorter runs are timed in trials of this many ms: one run of a few tens of
+ * microseconds is mostly timer and scheduling noise. */
+#define TIME_TRIAL_MS 0.5
+
+/* The candidate's time per run in ms: a first run, then (unless it took
+ * TIME_ONE_RUN_MS or more and budgeted is set) the best of three trials of
+ * as many runs as last TIME_TRIAL_MS. */
 static ps_status time_schedule(const ps_problem *p, const ps_schedule *s, int nthreads, const ps_machine *m,
-                               bench_buffers *b, double *ms)
+                               bench_buffers *b, int budgeted, double *ms)
 {
     ps_exec e;
     ps_status st = ps_exec_build(&e, p, s, nthreads, m);
@@ -94,6 +105,7 @@ static ps_status time_schedule(const ps_problem *p, const ps_schedule *s, int nt
             ps_exec_release(&e);
             return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: no memory to time candidates");
         }
+        memset(b->ws, 0, need); /* mapped before the first run, which may be the only one */
     }
     const size_t need_w = p->desc.kind == PS_OP_CONV_FWD ? (size_t)ps_exec_packed_weight_elems(&e) : 0;
     if (need_w > b->wpacked_elems) {
@@ -108,13 +120,18 @@ static ps_status time_schedule(const ps_problem *p, const ps_schedule *s, int nt
     if (p->desc.kind == PS_OP_CONV_FWD) ps_exec_pack_weights(&e, p->desc.u.conv.weight_layout, b->wraw, b->wpacked);
     ps_exec_operands ops = {.src = b->src, .weights = b->wpacked, .bias = b->wraw, .dst = b->dst,
                             .a = b->a, .b = b->b, .c = b->c, .workspace = b->ws};
+    double t0 = omp_get_wtime();
     ps_exec_run(&e, &ops, NULL);
-    double best = 1e300;
-    for (int r = 0; r < 3; r++) {
-        double t0 = omp_get_wtime();
-        ps_exec_run(&e, &ops, NULL);
-        double t = (omp_get_wtime() - t0) * 1e3;
-        if (t < best) best = t;
+    double best = (omp_get_wtime() - t0) * 1e3;
+    if (!(budgeted && best >= TIME_ONE_RUN_MS)) {
+        const int iters = best >= TIME_TRIAL_MS ? 1 : best > 1e-6 ? (int)(TIME_TRIAL_MS / best) + 1 : 1000;
+        best = 1e300;
+        for (int r = 0; r < 3; r++) {
+            t0 = omp_get_wtime();
+            for (int i = 0; i < iters; i++) ps_exec_run(&e, &ops, NULL);
+            const double t = (omp_get_wtime() - t0) * 1e3 / iters;
+            if (t < best) best = t;
+        }
     }
     ps_exec_release(&e);
     *ms = best;
@@ -243,13 +260,19 @@ static ps_status ranked_choice(ps_context *ctx, const ps_problem *p, int nthread
         bench_buffers b;
         double best = 1e300, ms = 0.0;
         if (!(st = alloc_buffers(p, &b)) && !(st = expert_choice(ctx, p, nthreads, &expert, refused)) &&
-            !(st = time_schedule(p, expert, nthreads, &ctx->machine, &b, &ms))) {
+            !(st = time_schedule(p, expert, nthreads, &ctx->machine, &b, budget_ms > 0, &ms))) {
             note_timed(ctx, p, nthreads, "expert", 0, expert, ms);
             best = ms;
             pick = -1;
+            /* what timing one candidate costs (building it included): the
+             * last one's, so the next starts only where it should end within
+             * the budget */
+            double last = 0.0;
             for (int i = 0; i < n && !st; i++) {
-                if (i > 0 && budget_ms > 0 && (omp_get_wtime() - t0) * 1e3 >= budget_ms) break;
-                if ((st = time_schedule(p, cand[i], nthreads, &ctx->machine, &b, &ms))) break;
+                const double start = omp_get_wtime();
+                if (i > 0 && budget_ms > 0 && ((start - t0) * 1e3 + last) > budget_ms) break;
+                if ((st = time_schedule(p, cand[i], nthreads, &ctx->machine, &b, budget_ms > 0, &ms))) break;
+                last = (omp_get_wtime() - start) * 1e3;
                 note_timed(ctx, p, nthreads, "ranked", i + 1, cand[i], ms);
                 if (ms < best) {
                     best = ms;
