@@ -11,10 +11,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=docs/perf
-TOPK=8
+TOPK=32
 BUDGET=50
 SETS=${SETS:-general:201:6 few-channel:203:8 general:202:6}
 ARGS="--threads 2 --vs onednn --exhaustive --variant-reps 3 --min-trial-ms 5 --reps 5"
+given="$*"
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT=$2; shift ;;
@@ -44,6 +45,6 @@ for s in $SETS; do
   done
 done
 /usr/bin/python3 bench/selection/report.py --commit "$commit" --seconds $(( $(date +%s) - start )) \
-  --command "bash bench/selection/run.sh $*" --top-k "$TOPK" --budget-ms "$BUDGET" --info "$("$PS" info)" \
+  --command "bash bench/selection/run.sh${given:+ $given}" --top-k "$TOPK" --budget-ms "$BUDGET" --info "$("$PS" info)" \
   "${csvs[@]}" > "$OUT/selection.md"
 echo "wrote $OUT/selection.md"

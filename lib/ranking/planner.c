@@ -213,8 +213,9 @@ static ps_status expert_choice(ps_context *ctx, const ps_problem *p, int nthread
 /* The ranker's candidates in its order, the first that passes the check; for
  * top_k > 1 the fastest of the k best that pass and the expert schedule
  * (timing then never ends below what the default options would run). The
- * expert schedule and the first candidate are timed first; the others follow
- * in the ranker's order until planning has taken budget_ms (> 0). */
+ * expert schedule and the first candidate are always timed; the others follow
+ * in the ranker's order while planning, with what the last candidate cost,
+ * stays within budget_ms (> 0). */
 static ps_status ranked_choice(ps_context *ctx, const ps_problem *p, int nthreads, ps_ranker ranker, int top_k,
                                double budget_ms, ps_schedule **out, int *refused)
 {
