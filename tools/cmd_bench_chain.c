@@ -355,7 +355,8 @@ int cli_bench_chain(int argc, char **argv)
     static const char cmd[] = "bench chain";
     const char *sets_arg = "mobilenet_v2,resnet50,resnet18,vgg16", *blocks_arg = NULL, *csv = NULL, *md = NULL;
     const char *impls_arg = "polysci-dp,polysci-none,onednn,onednn-dwfused";
-    int64_t N = 1, threads = 2, rounds = 3, reps = 10, seed = 1;
+    int64_t N = 1, threads = 2, rounds = 3, reps = 10, seed = 1, layer_top_k = 0;
+    double layer_budget_ms = 0.0;
     int describe = 0, per_layer = 0;
     cli_opt opts[] = {
         {"sets", CLI_OPT_STRING, &sets_arg, 0, 0,
@@ -368,6 +369,10 @@ int cli_bench_chain(int argc, char **argv)
         {"rounds", CLI_OPT_INT, &rounds, 1, MAX_ROUNDS, "R  rounds, each implementation once per round (default 3)", 0},
         {"reps", CLI_OPT_INT, &reps, 1, 100000, "R  timed executions per implementation and round (default 10)", 0},
         {"seed", CLI_OPT_INT, &seed, 0, INT64_MAX, "S  seed of the weights and the input (default 1)", 0},
+        {"layer-top-k", CLI_OPT_INT, &layer_top_k, 0, 100000,
+         "K  polysci's convolutions planned as layers: time K candidates at plan time (the measured mode; default 0)", 0},
+        {"layer-budget-ms", CLI_OPT_FLOAT, &layer_budget_ms, 0, 0,
+         "MS  with --layer-top-k: the planning-time budget per convolution (0: none)", 0},
         {"describe", CLI_OPT_FLAG, &describe, 0, 0, "print each block's DP plan (groups, tiles, costs) to stderr", 0},
         {"per-layer", CLI_OPT_FLAG, &per_layer, 0, 0,
          "time each convolution and pooling layer of the blocks alone (named BLOCK.lI; residual adds left out)", 0},
@@ -471,6 +476,8 @@ int cli_bench_chain(int argc, char **argv)
                 ps_graph_options_init(&go);
                 go.fusion = f ? PS_FUSION_NONE : PS_FUSION_DP;
                 go.num_threads = (int)threads;
+                go.layer_top_k = (int)layer_top_k;
+                go.layer_time_budget_ms = layer_budget_ms;
                 double t0 = cli_now_ms();
                 st = ps_graph_plan_create(ctx, g, &go, &gp[f]);
                 plan_ms[f] = cli_now_ms() - t0;

@@ -216,6 +216,12 @@ typedef struct ps_graph_options {
      * (Alg. 5); 0: unbounded for small graphs, 8 past 24 stages. */
     int group_limit;
     unsigned flags;       /* PS_GRAPH_* */
+    /* Convolutions that run alone as layer plans (describe: "layer plan")
+     * are planned with these ps_plan_options: top_k > 1 times their
+     * candidates at plan time (the measured mode), within time_budget_ms
+     * per convolution (0: no limit). 0, 0: the static default. */
+    int layer_top_k;
+    double layer_time_budget_ms;
 } ps_graph_options;
 
 PS_API void ps_graph_options_init(ps_graph_options *opts);

@@ -79,6 +79,11 @@ static ps_status check_options(const ps_graph *g, const ps_graph_options *o)
             return ps_error(PS_ERR_INVALID_ARG, "%s: n_group_of is %d, the graph has %d tensors", who, o->n_group_of, g->n);
     }
     if (o->group_limit < 0) return ps_error(PS_ERR_INVALID_ARG, "%s: group_limit %d is negative", who, o->group_limit);
+    if (o->layer_top_k < 0 || o->layer_top_k > 100000)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: layer_top_k %d out of range (0..100000)", who, o->layer_top_k);
+    if (!(o->layer_time_budget_ms >= 0 && o->layer_time_budget_ms <= 1e7))
+        return ps_error(PS_ERR_INVALID_ARG, "%s: layer_time_budget_ms %g out of range (0..1e7 ms; 0: no limit)", who,
+                        o->layer_time_budget_ms);
     if (o->chunk_w < 0 || o->chunk_w > (1 << 24))
         return ps_error(PS_ERR_INVALID_ARG, "%s: chunk_w %lld out of range (0..2^24)", who, (long long)o->chunk_w);
     if (o->flags & ~(PS_GRAPH_NO_INLINE | PS_GRAPH_NO_EPILOGUE | PS_GRAPH_NO_CACHE))
@@ -613,8 +618,9 @@ static ps_status place_tensors(ps_graph_plan *pl, const int *group_of)
  * tensor stored over its whole domain) run as layer plans: the layer
  * planner's schedules block K and C so a tile's weights stay in cache,
  * which rows of a few pixels (deep layers of 7 x 7 or 14 x 14 pixels) do
- * not. A convolution the layer planner refuses keeps the row executor. */
-static void plan_layer_groups(ps_graph_plan *pl)
+ * not. A convolution the layer planner refuses keeps the row executor.
+ * top_k and budget_ms: the layer plans' ps_plan_options. */
+static void plan_layer_groups(ps_graph_plan *pl, int top_k, double budget_ms)
 {
     const ps_pipeline *p = &pl->pipe;
     for (int gi = 0; gi < pl->n_groups; gi++) {
@@ -653,6 +659,8 @@ static void plan_layer_groups(ps_graph_plan *pl)
         ps_plan_options po;
         ps_plan_options_init(&po);
         po.num_threads = pl->nthreads;
+        po.top_k = top_k;
+        po.time_budget_ms = budget_ms;
         ps_plan *lp = NULL;
         size_t wbytes = 0;
         void *packed = NULL;
@@ -755,9 +763,12 @@ static void plan_key(const ps_graph *g, const ps_graph_options *o, int nthreads,
 {
     key[0] = g->hash[0];
     key[1] = g->hash[1];
+    /* a measured layer plan's choice depends on the timing options too */
+    const double budget = o->layer_top_k > 1 ? o->layer_time_budget_ms : 0.0;
     int64_t head[] = {g->n, g->n_inputs, g->n_outputs, nthreads, o->fusion, o->tile_h, o->tile_w, o->chunk_w,
-                      o->group_limit, (int64_t)(o->flags & ~PS_GRAPH_NO_CACHE)};
+                      o->group_limit, (int64_t)(o->flags & ~PS_GRAPH_NO_CACHE), o->layer_top_k > 1 ? o->layer_top_k : 0};
     ps_hash_bytes(key, head, sizeof head);
+    ps_hash_bytes(key, &budget, sizeof budget);
     for (int i = 0; i < g->n_outputs; i++) {
         const ps_node *nd = &g->nodes[g->outputs[i]];
         int64_t out[] = {g->outputs[i], nd->layout, nd->out_region.y0, nd->out_region.x0, nd->out_region.h,
@@ -888,7 +899,7 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
     for (int gi = 0; gi < pl->n_groups && !st; gi++) st = build_group(pl, fs, group_of, gi);
     for (int gi = 0; gi < pl->n_groups && !st; gi++) st = explain_group(pl, fs, group_of, gi);
     if (!st) st = layout(pl);
-    if (!st) plan_layer_groups(pl);
+    if (!st) plan_layer_groups(pl, opts->layer_top_k, opts->layer_time_budget_ms);
     for (int gi = 0; gi < pl->n_groups && !st; gi++) {
         /* a concatenation alone whose inputs all wrote their slices (its
          * member is direct: alone, stored once, in the workspace) */

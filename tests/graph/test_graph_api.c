@@ -4,6 +4,7 @@
  * still works and gets the next tensor number), and the expression helpers
  * propagate NULL, copy, free and print as documented. The planning and
  * execution checks run when the library has the engine (graph_engine.h). */
+#include <math.h>
 #include <stdint.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -698,7 +699,8 @@ static void test_engine(ps_context *ctx)
     ps_graph_options o, b;
     ps_graph_options_init(&o);
     TU_CHECK(o.struct_size == sizeof o && o.fusion == PS_FUSION_DP && o.num_threads == 0 && o.tile_h == 0 &&
-                 o.tile_w == 0 && !o.group_of && o.n_group_of == 0 && o.group_limit == 0 && o.flags == 0,
+                 o.tile_w == 0 && !o.group_of && o.n_group_of == 0 && o.group_limit == 0 && o.flags == 0 &&
+                 o.layer_top_k == 0 && o.layer_time_budget_ms == 0.0,
              "ps_graph_options_init defaults");
     ps_graph_options_init(NULL);
     b = o;
@@ -719,6 +721,15 @@ static void test_engine(ps_context *ctx)
     b = o;
     b.group_limit = -1;
     API_ERR(PS_ERR_INVALID_ARG, "group_limit", ps_graph_plan_create(ctx, g, &b, &p));
+    b = o;
+    b.layer_top_k = -2;
+    API_ERR(PS_ERR_INVALID_ARG, "layer_top_k", ps_graph_plan_create(ctx, g, &b, &p));
+    b = o;
+    b.layer_top_k = 4;
+    b.layer_time_budget_ms = NAN;
+    API_ERR(PS_ERR_INVALID_ARG, "layer_time_budget_ms", ps_graph_plan_create(ctx, g, &b, &p));
+    b.layer_time_budget_ms = -1.0;
+    API_ERR(PS_ERR_INVALID_ARG, "layer_time_budget_ms", ps_graph_plan_create(ctx, g, &b, &p));
     b = o;
     b.fusion = PS_FUSION_FIXED;
     API_ERR(PS_ERR_NULL_POINTER, "group_of", ps_graph_plan_create(ctx, g, &b, &p));

@@ -476,6 +476,17 @@ static void test_plan_cache(ps_context *ctx, uint64_t seed)
     o.fusion = PS_FUSION_NONE;
     TU_OK(ps_graph_plan_create(ctx, g1, &o, &d));
     TU_CHECK(d != a, "other options got the same plan");
+    /* the layer plans' timing options are part of the key */
+    ps_graph_plan *m = NULL, *m2 = NULL;
+    o.layer_top_k = 3;
+    o.layer_time_budget_ms = 5.0;
+    TU_OK(ps_graph_plan_create(ctx, g1, &o, &m));
+    TU_CHECK(m != d, "measured layer plans got the static plan");
+    o.layer_time_budget_ms = 6.0;
+    TU_OK(ps_graph_plan_create(ctx, g1, &o, &m2));
+    TU_CHECK(m2 != m, "another layer budget got the same plan");
+    ps_graph_plan_destroy(m);
+    ps_graph_plan_destroy(m2);
     ps_graph_options_init(&o);
     o.flags = PS_GRAPH_NO_CACHE;
     TU_OK(ps_graph_plan_create(ctx, g1, &o, &e));
@@ -556,6 +567,12 @@ int main(void)
             ps_graph_options opts;
             ps_graph_options_init(&opts);
             opts.fusion = modes[mi];
+            /* every fourth chain's layer plans in the measured mode: the
+             * timed choice must compute the same convolution */
+            if (modes[mi] == PS_FUSION_NONE && gi % 4 == 1) {
+                opts.layer_top_k = 3;
+                opts.layer_time_budget_ms = 5.0;
+            }
             ps_graph_plan *p = NULL;
             ps_status pst = ps_graph_plan_create(ctx, g, &opts, &p);
             TU_CHECK(pst == PS_SUCCESS, "chain %d (seed %llu) %s: planning failed: %s", gi, (unsigned long long)(seed + gi),

@@ -295,6 +295,8 @@ class GraphOptionsC(ctypes.Structure):
         ("n_group_of", ctypes.c_int),
         ("group_limit", ctypes.c_int),
         ("flags", ctypes.c_uint),
+        ("layer_top_k", ctypes.c_int),
+        ("layer_time_budget_ms", ctypes.c_double),
     ]
 
 

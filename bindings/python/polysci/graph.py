@@ -724,12 +724,13 @@ class Graph:
     # -- planning
 
     def plan(self, ctx=None, fusion="dp", threads=0, tile=None, group_of=None, group_limit=0, no_inline=False,
-             no_epilogue=False, chunk=0):
+             no_epilogue=False, chunk=0, layer_top_k=0, layer_time_budget_ms=0.0):
         """A :class:`GraphPlan` of this graph (see there); ctx None: the
         process-wide :func:`default_context`."""
         return GraphPlan(default_context() if ctx is None else ctx, self, fusion=fusion, threads=threads,
                          tile=tile, group_of=group_of, group_limit=group_limit, no_inline=no_inline,
-                         no_epilogue=no_epilogue, chunk=chunk)
+                         no_epilogue=no_epilogue, chunk=chunk, layer_top_k=layer_top_k,
+                         layer_time_budget_ms=layer_time_budget_ms)
 
     def __repr__(self):
         if not self._owner:
@@ -776,8 +777,8 @@ class GraphPlan:
     """A plan of a :class:`Graph` (ps_graph_plan): created once, executed many times.
 
     GraphPlan(ctx, graph, fusion="dp", threads=0, tile=None, group_of=None,
-    group_limit=0, no_inline=False, no_epilogue=False, chunk=0), or
-    ``graph.plan(...)``.
+    group_limit=0, no_inline=False, no_epilogue=False, chunk=0, layer_top_k=0,
+    layer_time_budget_ms=0.0), or ``graph.plan(...)``.
 
     fusion: "dp" (dynamic-programming grouping with the cost and tile-size
     model), "greedy" (maximal fusion), "none" (every stage alone) or "fixed"
@@ -789,7 +790,9 @@ class GraphPlan:
     grouping's first pass forms (0: the library's default). no_inline: keep
     pointwise stages as stages of their own. no_epilogue: store every stage's
     rows (no producer epilogues). chunk: > 0 runs the bands of a tile in
-    chunks of so many columns (0: the model's).
+    chunks of so many columns (0: the model's). layer_top_k,
+    layer_time_budget_ms: the measured mode (Plan's top_k, time_budget_ms)
+    for the convolutions that run alone as layer plans (0: static).
 
     The plan copies what it needs: the graph may change or close afterwards.
     It holds a reference to its context.
@@ -804,7 +807,7 @@ class GraphPlan:
     """
 
     def __init__(self, ctx, graph, fusion="dp", threads=0, tile=None, group_of=None, group_limit=0,
-                 no_inline=False, no_epilogue=False, chunk=0):
+                 no_inline=False, no_epilogue=False, chunk=0, layer_top_k=0, layer_time_budget_ms=0.0):
         if not isinstance(ctx, Context):
             raise _arg_error("ctx must be a polysci.Context (got %s)" % type(ctx).__name__)
         if not isinstance(graph, Graph):
@@ -820,6 +823,12 @@ class GraphPlan:
         opts.group_limit = _int_range("group_limit", group_limit, _INT_MIN, _INT_MAX)
         opts.flags = (PS_GRAPH_NO_INLINE if no_inline else 0) | (PS_GRAPH_NO_EPILOGUE if no_epilogue else 0)
         opts.chunk_w = _int_range("chunk", chunk, 0, 1 << 24)
+        opts.layer_top_k = _int_range("layer_top_k", layer_top_k, _INT_MIN, _INT_MAX)
+        try:
+            opts.layer_time_budget_ms = float(layer_time_budget_ms)
+        except (TypeError, ValueError):
+            raise _arg_error("layer_time_budget_ms must be a number of milliseconds (got %r)"
+                             % (layer_time_budget_ms,)) from None
         with graph._lock:
             groups = None
             if group_of is not None:

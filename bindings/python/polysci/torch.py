@@ -235,14 +235,16 @@ class PolysciModule(nn.Module):
         return self.plan.describe()
 
 
-def compile(module, shape, fusion="dp", threads=0, context=None):
+def compile(module, shape, fusion="dp", threads=0, context=None, layer_top_k=0, layer_time_budget_ms=0.0):
     """Traces `module` (an nn.Module in eval mode) with torch.fx and plans
     it as one polysci graph for inputs of `shape` (N, C, H, W). fusion:
-    "dp" (default), "greedy" or "none" (layer at a time). Returns a
-    :class:`PolysciModule`."""
+    "dp" (default), "greedy" or "none" (layer at a time). layer_top_k,
+    layer_time_budget_ms: the measured mode for the convolutions planned as
+    layers (e.g. 32 and 50; 0: static). Returns a :class:`PolysciModule`."""
     if module.training:
         raise Error(Status.ERR_INVALID_ARG, "polysci.torch.compile: the module is in training mode (call .eval())")
     conv = _Converter(module, shape, type(module).__name__)
     g, n_out = conv.convert()
-    plan = g.plan(ctx=context if context is not None else default_context(), fusion=fusion, threads=threads)
+    plan = g.plan(ctx=context if context is not None else default_context(), fusion=fusion, threads=threads,
+                  layer_top_k=layer_top_k, layer_time_budget_ms=layer_time_budget_ms)
     return PolysciModule(g, n_out, shape, plan)

@@ -67,6 +67,23 @@ def test_torchvision_body_matches_pytorch(name, shape, fusion):
     assert "group" in fused.describe()
 
 
+def test_measured_layer_plans_match_pytorch():
+    """layer_top_k / layer_time_budget_ms: the convolutions planned as layers
+    choose their schedules by timing; the body still matches PyTorch."""
+    m = _randomize(_body("resnet18"), 9)
+    shape = (1, 3, 64, 64)
+    fused = pst.compile(m, shape, fusion="none", layer_top_k=4, layer_time_budget_ms=10)
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        want = m(x)
+    got = fused(x)
+    assert (got - want).abs().max().item() <= 2e-5 * want.abs().max().item()
+    with pytest.raises(polysci.ArgumentError, match="layer_time_budget_ms"):
+        pst.compile(m, shape, layer_top_k=4, layer_time_budget_ms=-1)
+    with pytest.raises(polysci.ArgumentError, match="layer_time_budget_ms"):
+        pst.compile(m, shape, layer_top_k=4, layer_time_budget_ms="soon")
+
+
 def test_unsupported_node_is_named():
     class M(torch.nn.Module):
         def __init__(self):
