@@ -291,13 +291,15 @@ static ps_status input_stationary(const ps_kernel_shape *ks, int64_t k_tile, int
     return PS_SUCCESS;
 }
 
-/* merged-taps, loops: with several output-channel blocks, every block in
- * turn over each input row (the channel loop innermost, so the rows stay in
- * L1 across the blocks): `n* oh* ow* c k`. One block keeps the default's
- * walk. */
+/* merged-taps, loops: where the taps merge and there are several
+ * output-channel blocks, every block in turn over each input row (the
+ * channel loop innermost, so the rows stay in L1 across the blocks):
+ * `n* oh* ow* c k`. That reuse is in L1, so it holds whatever the last
+ * level's speed (the kernel part above applies to a slow one only). One
+ * block keeps the default's walk. */
 static int64_t merged_blocks_when(const conv_state *s)
 {
-    return s->merged && ceil_div(s->c->K, s->ks.m) > 1;
+    return ps_conv_merges_taps(s->c) && ceil_div(s->c->K, s->ks.m) > 1;
 }
 
 static ps_status stationary_loops(const conv_state *s, int64_t unused, ps_schedule **out)
