@@ -548,8 +548,8 @@ static void conv_expert_rule(ps_context *ctx)
     /* Slow last level, convs whose taps merge (few-channel first layers): 32
      * rows where a 64-row call's weights and the input rows under its column
      * block overflow L1 and a 32-row call's fit, K that 64 does not divide in
-     * the fewest blocks of a 16-row multiple, and with several blocks the
-     * output-channel loop innermost. Whole schedules (2 MiB of L2, two
+     * the fewest blocks of a 16-row multiple; on any last level, with several
+     * blocks the output-channel loop innermost. Whole schedules (2 MiB of L2, two
      * threads); resnet_00 holds 37632 + 19236 bytes at 64 rows, 18816 +
      * 19236 at 32. */
     static const struct {
@@ -568,7 +568,7 @@ static void conv_expert_rule(ps_context *ctx)
         {1, 224, 64, 3, 1, 1, 48 << 10, 1, "64x224x3/1 : n* k* oh* ow* c"}, /* vgga_01: 64 rows fit */
         {1, 227, 64, 11, 4, 0, 48 << 10, 1, "64x55x3/1 : n* k* oh* ow* c"}, /* alexnet_01: neither fits */
         {1, 231, 96, 11, 4, 0, 48 << 10, 1, "48x56x3/1 : n* oh* ow* c k"},  /* overfeat_01: 96 = 2 x 48 */
-        {2, 231, 96, 11, 4, 0, 48 << 10, 0, "32x56x3/1 : n* k* ow* oh* c"}, /* ... fast last level */
+        {2, 231, 96, 11, 4, 0, 48 << 10, 0, "32x56x3/1 : n* oh* ow* c k"}, /* fast: the loops, not the rows */
     };
     for (size_t i = 0; i < sizeof merged / sizeof merged[0]; i++) {
         ps_desc d;
