@@ -206,6 +206,7 @@ static ps_machine_figures quiet_run(void)
                             .peak_gflops_core = 118.2,
                             .freq_ghz = 3.694,
                             .simd_f32_lanes = 16,
+                            .stencil_gflops = {62.5, 59.8},
                             .ms = 50};
     return f;
 }
@@ -241,6 +242,14 @@ static void test_figures_check(void)
     f = quiet_run();
     f.peak_gflops_core = 0;
     CHECK(!ps_machine_figures_check(&m, &f, why, sizeof why) && strstr(why, "peak not measured"));
+    f = quiet_run();
+    f.stencil_gflops[1] = 0;
+    CHECK(!ps_machine_figures_check(&m, &f, why, sizeof why) && strstr(why, "L2 stencil not measured"));
+
+    /* A loop of loads and FMAs above the FMA peak: a broken timer. */
+    f = quiet_run();
+    f.stencil_gflops[0] = 150;
+    CHECK(!ps_machine_figures_check(&m, &f, why, sizeof why) && strstr(why, "L1 stencil 150.0 GFLOP/s out of range"));
 
     /* Out of range, NaN, wrong number of levels. */
     f = quiet_run();
@@ -291,6 +300,11 @@ static void test_figures_agree(void)
     runs[1] = quiet_run();
     runs[1].freq_ghz = 0;
     CHECK(!ps_machine_figures_agree(runs, 2, &best, why, sizeof why) && strstr(why, "clock measured by one run only"));
+    runs[1] = quiet_run();
+    runs[1].stencil_gflops[1] = 40; /* 33% under */
+    CHECK(!ps_machine_figures_agree(runs, 2, &best, why, sizeof why) && strstr(why, "L2 stencil"));
+    runs[1].stencil_gflops[1] = 50; /* 16% under: confirms 59.8 */
+    CHECK(ps_machine_figures_agree(runs, 2, &best, why, sizeof why) && close_to(best.stencil_gflops[1], 59.8));
 
     /* Incomplete runs do not count. */
     runs[0] = runs[1] = quiet_run();
@@ -447,23 +461,34 @@ static void test_profile_files(const char *dir)
     CHECK(ps_machine_profile_path(&m, path, sizeof path) > 0 && file_exists(path));
     fake_machine(&m);
     CHECK(ps_machine_load_profile(&m) == 1);
+    CHECK(close_to(m.stencil_gflops[0], 62.5) && close_to(m.stencil_gflops[1], 59.8));
+    CHECK(close_to(ps_machine_stencil_rate(&m, 1), 62.5) && close_to(ps_machine_stencil_rate(&m, 0), 59.8));
+    m.stencil_gflops[0] = m.stencil_gflops[1] = 0; /* none: the table's fractions of the peak */
+    CHECK(close_to(ps_machine_stencil_rate(&m, 1), 0.8 * 118.2) && close_to(ps_machine_stencil_rate(&m, 0), 0.55 * 118.2));
 
     /* A key that does not match, corrupt, incomplete, implausible files are
      * ignored with a note. */
     static const struct {
         const char *text, *note;
     } bad[] = {
-        {"polysci-machine-profile 1\ncpu x\ngarbage\n", "stale"}, /* the cpu line comes first, does not match */
-        {"polysci-machine-profile 1\ngarbage\n", "corrupt at line 2"},
+        {"polysci-machine-profile 2\ncpu x\ngarbage\n", "stale"}, /* the cpu line comes first, does not match */
+        {"polysci-machine-profile 2\ngarbage\n", "corrupt at line 2"},
         {"polysci-machine-profile 99\n", "stale"},
-        {"polysci-machine-profile 1\n", "incomplete"},
-        {"", NULL},
-        {"polysci-machine-profile 1\ncpu Test CPU\nkey TestVendor-19-11-1\ncaches 49152 2097152 33554432\n"
-         "level 1 1.080 218.000\nlevel 2 4.750 118.000\nlevel 3 110.000 100.000\nmemory 125.000 36.000\n"
-         "peak 118.200 3.6940 1 16\n", "close to memory"},
+        /* an older version (no row-stencil rates) is measured again */
         {"polysci-machine-profile 1\ncpu Test CPU\nkey TestVendor-19-11-1\ncaches 49152 2097152 33554432\n"
          "level 1 1.080 218.000\nlevel 2 4.750 118.000\nlevel 3 16.500 100.000\nmemory 125.000 36.000\n"
-         "peak 118.200 3.6940 9 16\n", "corrupt at line 9"},
+         "peak 118.200 3.6940 1 16\n", "stale (line 1"},
+        {"polysci-machine-profile 2\ncpu Test CPU\nkey TestVendor-19-11-1\ncaches 49152 2097152 33554432\n"
+         "level 1 1.080 218.000\nlevel 2 4.750 118.000\nlevel 3 16.500 100.000\nmemory 125.000 36.000\n"
+         "peak 118.200 3.6940 1 16\n", "incomplete"},
+        {"polysci-machine-profile 2\n", "incomplete"},
+        {"", NULL},
+        {"polysci-machine-profile 2\ncpu Test CPU\nkey TestVendor-19-11-1\ncaches 49152 2097152 33554432\n"
+         "level 1 1.080 218.000\nlevel 2 4.750 118.000\nlevel 3 110.000 100.000\nmemory 125.000 36.000\n"
+         "peak 118.200 3.6940 1 16\nstencil 62.500 59.800\n", "close to memory"},
+        {"polysci-machine-profile 2\ncpu Test CPU\nkey TestVendor-19-11-1\ncaches 49152 2097152 33554432\n"
+         "level 1 1.080 218.000\nlevel 2 4.750 118.000\nlevel 3 16.500 100.000\nmemory 125.000 36.000\n"
+         "peak 118.200 3.6940 9 16\nstencil 62.500 59.800\n", "corrupt at line 9"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_file(path, bad[i].text);
@@ -474,9 +499,9 @@ static void test_profile_files(const char *dir)
     }
     /* The same file, well formed, is accepted (the cases above differ only
      * where they say); a clock of 0 keeps the file's FMA count. */
-    write_file(path, "polysci-machine-profile 1\ncpu Test CPU\nkey TestVendor-19-11-1\ncaches 49152 2097152 33554432\n"
+    write_file(path, "polysci-machine-profile 2\ncpu Test CPU\nkey TestVendor-19-11-1\ncaches 49152 2097152 33554432\n"
                      "level 1 1.080 218.000\nlevel 2 4.750 118.000\nlevel 3 16.500 100.000\nmemory 125.000 36.000\n"
-                     "peak 118.200 0 2 8\n");
+                     "peak 118.200 0 2 8\nstencil 62.500 59.800\n");
     fake_machine(&m);
     CHECK(ps_machine_load_profile(&m) == 1 && m.fma_units == 2 && m.simd_f32_lanes == 8);
     CHECK(close_to(m.freq_ghz, 2.596) && !strcmp(m.freq_source, "cpuinfo")); /* the clock stays the table's */
@@ -491,10 +516,10 @@ static void test_profile_files(const char *dir)
     m.levels[2].size_bytes = 32 * M;
     CHECK(!strcmp(ps_machine_perf_table(&m), "Intel Xeon") && ps_machine_llc_slow(&m));
     CHECK(ps_machine_profile_path(&m, path, sizeof path) > 0);
-    write_file(path, "polysci-machine-profile 1\n# written by ps_machine_calibrate; delete this file to measure again\n"
+    write_file(path, "polysci-machine-profile 2\n# written by ps_machine_calibrate; delete this file to measure again\n"
                      "cpu Intel(R) Xeon(R) Processor\nkey GenuineIntel-6-a7-1\ncaches 49152 2097152 33554432\n"
                      "level 1 1.193 403.607\nlevel 2 4.870 192.690\nlevel 3 48.092 30.085\nmemory 137.554 22.316\n"
-                     "peak 249.006 4.1913 2 16\n");
+                     "peak 249.006 4.1913 2 16\nstencil 160.000 120.000\n");
     CHECK(ps_machine_load_profile(&m) == 1 && ps_machine_llc_slow(&m) && m.fma_units == 2);
     CHECK(close_to(m.levels[2].bandwidth_gbs, 30.085) && close_to(m.freq_ghz, 4.1913));
     unlink(path);
@@ -511,7 +536,8 @@ static void test_detect_profile(const char *dir)
     CHECK(m.freq_source != NULL && m.freq_ghz > 0);
     const double lat[4] = {1, 5, 20, 40}, bw[4] = {200, 100, 60, 40};
     ps_machine_figures f = {.n_levels = m.n_levels, .mem_latency_ns = 120, .mem_bandwidth_gbs = 20,
-                            .peak_gflops_core = 64, .freq_ghz = 2, .simd_f32_lanes = 16};
+                            .peak_gflops_core = 64, .freq_ghz = 2, .simd_f32_lanes = 16,
+                            .stencil_gflops = {40, 30}};
     for (int l = 0; l < m.n_levels; l++) { f.latency_ns[l] = lat[l]; f.bandwidth_gbs[l] = bw[l]; }
     ps_machine_apply_figures(&m, &f, "measured");
     CHECK(ps_machine_save_profile(&m) == 1 && ps_machine_profile_path(&m, path, sizeof path) > 0);

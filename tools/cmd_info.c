@@ -74,6 +74,8 @@ static void print_text(const ps_machine *m)
     if (m->fma_units > 0 && m->simd_f32_lanes > 0 && m->freq_ghz > 0)
         printf(" = %d x %d-lane FMA per cycle x 2 x %.3f GHz", m->fma_units, m->simd_f32_lanes, m->freq_ghz);
     printf(" [%s: %s]\n", m->peak_source ? m->peak_source : "?", source_text(m->peak_source));
+    printf("stencil    %.1f GFLOP/s per core with its rows in L1, %.1f in L2 (a 5-point row stencil) [%s: %s]\n",
+           m->stencil_gflops[0], m->stencil_gflops[1], m->peak_source ? m->peak_source : "?", source_text(m->peak_source));
     if (m->freq_ghz > 0)
         printf("clock      %.3f GHz [%s: %s]\n", m->freq_ghz, m->freq_source ? m->freq_source : "?",
                source_text(m->freq_source));
@@ -149,7 +151,7 @@ int cmd_info(int argc, char **argv)
     int have_profile = m.perf_source && !strcmp(m.perf_source, "profile") && !(env && !strcmp(env, "force"));
     int measure = calibrate && !have_profile && !(env && !strcmp(env, "0"));
     if (measure && isatty(STDERR_FILENO))
-        fprintf(stderr, "polysci info: calibrating (pointer chase, streaming reads, FMA peak; 2-3 runs of ~50 ms)...\n");
+        fprintf(stderr, "polysci info: calibrating (pointer chase, streaming reads, FMA peak, row stencil; 2-3 runs of ~50 ms)...\n");
     if (calibrate && !have_profile && (st = ps_machine_calibrate(&m, 1)) != PS_SUCCESS) {
         cli_report_status("ps_machine_calibrate", st);
         fprintf(stderr, "polysci info: calibration failed; the numbers are table values\n");

@@ -21,9 +21,10 @@
  *           a last partial round leaves threads idle;
  *   t_sync  a barrier per band (per phase).
  *   cost = t_far + (t_comp + t_near) / balance + t_sync.
- * The rate of the row kernels follows lib/fusion's model (half the FMA
- * peak: one load per multiply-add), lower when the rows a step reads do not
- * stay in L1 (then the loads come from L2). */
+ * The rate of the row kernels is the machine model's measured row stencil
+ * (ps_machine.stencil_gflops) with the task's rows in L1 or in L2: one load
+ * per multiply-add, so the load ports and the split loads of unaligned taps
+ * set it, and what L1 residence is worth differs from core to core. */
 #include "iterated/iter_impl.h"
 
 #include <math.h>
@@ -47,6 +48,7 @@ typedef struct model {
     ps_cost_model cm;
     double l3;              /* bytes, shared */
     double bw_l3, bw_l2;    /* bytes/s, all threads */
+    double stencil_l1, stencil_l2; /* flops/s of the row kernels, all threads: rows in L1, in L2 */
     int threads;
 } model;
 
@@ -66,6 +68,8 @@ static void model_init(model *M, const ps_iter_plan *pl)
     double b3 = level_bw(m, 3), b2 = level_bw(m, 2);
     M->bw_l3 = (b3 > 0 ? b3 : 3.0 * M->cm.bandwidth / M->cm.cores) * M->cm.cores;
     M->bw_l2 = (b2 > 0 ? b2 : 2.0 * M->bw_l3 / M->cm.cores) * M->cm.cores;
+    M->stencil_l1 = ps_machine_stencil_rate(m, 1) * 1e9 * M->cm.cores;
+    M->stencil_l2 = ps_machine_stencil_rate(m, 0) * 1e9 * M->cm.cores;
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -153,14 +157,12 @@ static void estimate(const ps_iter_plan *base, const ps_it_deps *dp, const model
     }
     ev->ws_bytes = ws;
     ev->ws_level = ws <= (double)M->cm.cache[0] ? 1 : ws <= (double)M->cm.cache[1] ? 2 : ws * M->threads <= 0.8 * M->l3 ? 3 : 4;
-    /* The row kernel with every operand in L1 runs at about 0.8 of the FMA
-     * peak (five taps, two of them unaligned), at about 0.55 when each
-     * step streams its rows through L2 (lib/fusion's model takes 0.5):
-     * 1.6 and 1.1 times the fusion model's rate. Step by step streams from
-     * memory or L3 and is slower still when the rows a step reads do not
-     * stay in L1 between one output row and the next. */
+    /* A task runs at the row stencil's rate with its rows in L1 or
+     * streaming through L2. Step by step streams from memory or L3 and is
+     * slower still when the rows a step reads do not stay in L1 between one
+     * output row and the next. */
     double rate = ev->tiling == PS_ITER_TILING_STEP ? (rows_win <= 0.5 * (double)M->cm.cache[0] ? 1.0 : 0.7) * M->cm.flops
-                  : ev->ws_level == 1 ? 1.6 * M->cm.flops : 1.1 * M->cm.flops;
+                  : ev->ws_level == 1 ? M->stencil_l1 : M->stencil_l2;
     double t_far = 0, t_comp = 0, t_near = 0, t_sync = 0, comp_all = 0, far_all = 0, bal_w = 0, tasks_band = 0;
     for (int pass = 0; pass < 2; pass++) {
         int64_t tau = pass == 0 ? pl.band : last, nb = pass == 0 ? nb_full : (last > 0);

@@ -61,6 +61,21 @@ const char *ps_machine_perf_table(ps_machine *m)
     return t->name;
 }
 
+#define STENCIL_TABLE_L1 0.8
+#define STENCIL_TABLE_L2 0.55
+
+void ps_machine_stencil_table(ps_machine *m)
+{
+    m->stencil_gflops[0] = STENCIL_TABLE_L1 * m->peak_gflops_core;
+    m->stencil_gflops[1] = STENCIL_TABLE_L2 * m->peak_gflops_core;
+}
+
+double ps_machine_stencil_rate(const ps_machine *m, int in_l1)
+{
+    const double v = m->stencil_gflops[in_l1 ? 0 : 1];
+    return v > 0 ? v : (in_l1 ? STENCIL_TABLE_L1 : STENCIL_TABLE_L2) * m->peak_gflops_core;
+}
+
 int ps_machine_calibrate_mode(ps_machine *m)
 {
     const char *e = getenv("PS_CALIBRATE");
@@ -347,6 +362,86 @@ static double time_read(sum_fn sum, const float *p, size_t ws, double deadline, 
     return best;
 }
 
+/* One row of a five-point stencil in the form of the row kernels' loop
+ * (lib/kernels' sum: taps as row pointers and weights, eight independent
+ * vectors per pass, every tap a load and a multiply-add, taps in order):
+ * out[i] = sum_t w[t] src[t][i], n a multiple of 128. The taps here: up,
+ * left, centre, right, down (two unaligned). */
+typedef void (*stencil_fn)(float *out, const float *const *src, const float *w, int taps, size_t n);
+
+#if PS_X86
+PS_TIMED_LOOP __attribute__((target("avx512f"))) static void stencil_avx512(float *out, const float *const *src,
+                                                                           const float *w, int taps, size_t n)
+{
+    for (size_t i = 0; i < n; i += 128) {
+        __m512 a[8];
+        for (int v = 0; v < 8; v++) a[v] = _mm512_setzero_ps();
+        for (int t = 0; t < taps; t++) {
+            const float *s = src[t] + i;
+            const __m512 wt = _mm512_set1_ps(w[t]);
+            for (int v = 0; v < 8; v++) a[v] = _mm512_fmadd_ps(wt, _mm512_loadu_ps(s + 16 * v), a[v]);
+        }
+        for (int v = 0; v < 8; v++) _mm512_storeu_ps(out + i + 16 * v, a[v]);
+    }
+}
+
+PS_TIMED_LOOP __attribute__((target("avx2,fma"))) static void stencil_avx2(float *out, const float *const *src,
+                                                                          const float *w, int taps, size_t n)
+{
+    for (size_t i = 0; i < n; i += 64) {
+        __m256 a[8];
+        for (int v = 0; v < 8; v++) a[v] = _mm256_setzero_ps();
+        for (int t = 0; t < taps; t++) {
+            const float *s = src[t] + i;
+            const __m256 wt = _mm256_set1_ps(w[t]);
+            for (int v = 0; v < 8; v++) a[v] = _mm256_fmadd_ps(wt, _mm256_loadu_ps(s + 8 * v), a[v]);
+        }
+        for (int v = 0; v < 8; v++) _mm256_storeu_ps(out + i + 8 * v, a[v]);
+    }
+}
+#endif
+
+PS_TIMED_LOOP static void stencil_generic(float *out, const float *const *src, const float *w, int taps, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float a = 0;
+        for (int t = 0; t < taps; t++) a += w[t] * src[t][i];
+        out[i] = a;
+    }
+}
+
+/* Sweeps of the stencil over `rows` rows of w columns (w a multiple of 128)
+ * from one buffer into the other and back, at `area` (2 x rows x (w + 32)
+ * floats, 64-byte aligned): batches of sweeps grown to about REP_NS, then
+ * the best rate of REPS batches, GFLOP/s (0 past the deadline). */
+static double time_stencil(stencil_fn fn, float *area, size_t rows, size_t w, double deadline)
+{
+    const size_t stride = w + 32;
+    const double flops_sweep = 10.0 * (double)(rows - 2) * (double)w;
+    float *buf[2] = {area, area + rows * stride};
+    const float weights[5] = {0.125f, 0.125f, 0.5f, 0.125f, 0.125f};
+    size_t sweeps = 1;
+    double best = 0;
+    for (int rep = -1; rep < REPS && now_ns() < deadline; rep++) {
+        double t0 = now_ns();
+        for (size_t k = 0; k < sweeps; k++) {
+            const float *in = buf[k & 1] + 16;
+            float *out = buf[(k + 1) & 1] + 16;
+            for (size_t r = 1; r + 1 < rows; r++) {
+                const float *c = in + r * stride, *src[5] = {c - stride, c - 1, c, c + 1, c + stride};
+                fn(out + r * stride, src, weights, 5, w);
+            }
+        }
+        double t = now_ns() - t0;
+        if (rep < 0) { /* sizing: this batch is not counted */
+            sweeps = (size_t)((double)sweeps * REP_NS / (t > 1 ? t : 1)) + 1;
+            continue;
+        }
+        if ((double)sweeps * flops_sweep / t > best) best = (double)sweeps * flops_sweep / t;
+    }
+    return now_ns() < deadline ? best : 0;
+}
+
 ps_status ps_machine_measure(const ps_machine *m, ps_machine_figures *out)
 {
     if (!m || !out) return ps_error(PS_ERR_NULL_POINTER, "ps_machine_measure: NULL argument");
@@ -356,10 +451,13 @@ ps_status ps_machine_measure(const ps_machine *m, ps_machine_figures *out)
     volatile uintptr_t psink = 0;
     sum_fn sum = sum_generic;
     fma_fn fma = fma_generic;
+    stencil_fn stencil = stencil_generic;
     int lanes = 4;
 #if PS_X86
-    if (__builtin_cpu_supports("avx512f")) { sum = sum_avx512; fma = fma_avx512; lanes = 16; }
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) { sum = sum_avx; fma = fma_avx2; lanes = 8; }
+    if (__builtin_cpu_supports("avx512f")) { sum = sum_avx512; fma = fma_avx512; stencil = stencil_avx512; lanes = 16; }
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        sum = sum_avx; fma = fma_avx2; stencil = stencil_avx2; lanes = 8;
+    }
     else if (__builtin_cpu_supports("avx")) sum = sum_avx;
 #endif
 
@@ -397,6 +495,19 @@ ps_status ps_machine_measure(const ps_machine *m, ps_machine_figures *out)
     memset(read_base, 0, read_bytes);
     uint64_t seed = 0x9e3779b97f4a7c15ull;
     ps_status st = PS_SUCCESS;
+
+    /* The row stencil in the read region (zeros): four rows per buffer in
+     * half of L1 (512 columns in 32 KiB), then rows of 2048 columns filling
+     * half of L2 with both buffers, as a tiled stencil's task streams them. */
+    {
+        size_t l1 = nl > 0 ? m->levels[0].size_bytes : 32 << 10, l2 = nl > 1 ? m->levels[1].size_bytes : 1 * MIB;
+        size_t w1 = l1 / 2 / (2 * 4 * sizeof(float)) / 128 * 128, rows2 = l2 / 2 / (2 * (2048 + 32) * sizeof(float));
+        if (w1 < 128) w1 = 128;
+        if (rows2 < 8) rows2 = 8;
+        if (2 * rows2 * (2048 + 32) * sizeof(float) > read_bytes) rows2 = read_bytes / (2 * (2048 + 32) * sizeof(float));
+        out->stencil_gflops[0] = time_stencil(stencil, (float *)(void *)read_base, 4, w1, deadline);
+        out->stencil_gflops[1] = time_stencil(stencil, (float *)(void *)read_base, rows2, 2048, deadline);
+    }
 
     out->n_levels = nl;
     for (int l = 1; l <= nl && now_ns() < deadline; l++) {
@@ -461,8 +572,12 @@ static void figures_text(const ps_machine_figures *f, char *buf, size_t len)
     if (used >= len) return;
     ps_machine_fmt_fixed(f->peak_gflops_core, 1, a, sizeof a);
     ps_machine_fmt_fixed(f->freq_ghz, 3, b, sizeof b);
-    if (f->freq_ghz > 0) snprintf(buf + used, len - used, "peak %s GFLOP/s at %s GHz", a, b);
-    else snprintf(buf + used, len - used, "peak %s GFLOP/s, clock unknown", a);
+    if (f->freq_ghz > 0) used += (size_t)snprintf(buf + used, len - used, "peak %s GFLOP/s at %s GHz", a, b);
+    else used += (size_t)snprintf(buf + used, len - used, "peak %s GFLOP/s, clock unknown", a);
+    if (used >= len) return;
+    ps_machine_fmt_fixed(f->stencil_gflops[0], 1, a, sizeof a);
+    ps_machine_fmt_fixed(f->stencil_gflops[1], 1, b, sizeof b);
+    snprintf(buf + used, len - used, ", row stencil %s (L1) / %s (L2) GFLOP/s", a, b);
 }
 
 ps_status ps_machine_calibrate_with(ps_machine *m, int use_profile_file, ps_machine_measure_fn measure, void *arg)

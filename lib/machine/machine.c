@@ -647,6 +647,7 @@ static void estimate_peak(ps_machine *m, const cpu_ident *id, int cpu, char *tex
     m->freq_ghz = ghz;
     m->peak_gflops_core = m->fma_units * m->simd_f32_lanes * 2.0 * ghz;
     m->peak_source = "table";
+    ps_machine_stencil_table(m);
     char g[24], p[24];
     ps_machine_fmt_fixed(ghz, 3, g, sizeof g);
     ps_machine_fmt_fixed(m->peak_gflops_core, 1, p, sizeof p);
@@ -846,7 +847,11 @@ int ps_machine_to_json(const ps_machine *m, char *buf, size_t len)
     jquote(&j, m->perf_source ? m->perf_source : "unknown");
     jstr(&j, "}, \"peak_gflops_per_core\": ");
     jnum(&j, m->peak_gflops_core, 1);
-    jstr(&j, ", \"freq_ghz\": ");
+    jstr(&j, ", \"stencil_gflops_per_core\": {\"l1\": ");
+    jnum(&j, m->stencil_gflops[0], 1);
+    jstr(&j, ", \"l2\": ");
+    jnum(&j, m->stencil_gflops[1], 1);
+    jstr(&j, "}, \"freq_ghz\": ");
     jnum(&j, m->freq_ghz, 3);
     jstr(&j, ", \"freq_source\": ");
     jquote(&j, m->freq_source ? m->freq_source : "unknown");

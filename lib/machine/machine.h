@@ -89,7 +89,24 @@ typedef struct ps_machine {
      * under a hypervisor usually the TSC rate), "brand" (the brand string's
      * "@ x GHz"), "default" (3 GHz assumed), "measured", "profile" */
     const char *freq_source;
+    /* A five-point row stencil (the row kernels' inner loop: one load per
+     * multiply-add, two taps unaligned) on one core, f32 GFLOP/s at 2 flops
+     * per tap: [0] its rows in L1, [1] its rows streaming through L2. Where
+     * the loads, not the FMAs, bound it, residence in L1 is worth what the
+     * core's load ports make of it, which no ratio of peak and bandwidth
+     * predicts: measured with the other figures (source: peak_source); the
+     * table's are fractions of the table's peak. */
+    double stencil_gflops[2];
 } ps_machine;
+
+/* The table's row-stencil rates (ps_machine.stencil_gflops) from m's peak:
+ * 0.8 of it with the rows in L1, 0.55 through L2 (two loads per cycle, the
+ * split loads of the unaligned taps; a Xeon-like core). */
+void ps_machine_stencil_table(ps_machine *m);
+
+/* ps_machine.stencil_gflops[in_l1 ? 0 : 1], or the table's fraction of the
+ * peak where m has none. */
+double ps_machine_stencil_rate(const ps_machine *m, int in_l1);
 
 /* Capacity of one instance of cache `level` (1, 2, ...), 0 if there is none. */
 size_t ps_machine_cache_bytes(const ps_machine *m, int level);
@@ -200,6 +217,7 @@ typedef struct ps_machine_figures {
     double peak_gflops_core;  /* best FMA-loop rate of one core */
     double freq_ghz;          /* dependent-add clock */
     int simd_f32_lanes;       /* lanes of the FMA loop's instructions */
+    double stencil_gflops[2]; /* ps_machine.stencil_gflops: rows in L1, in L2 */
     double ms;                /* wall time of the run (information only) */
 } ps_machine_figures;
 

@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 
-#define PROFILE_VERSION 1
+#define PROFILE_VERSION 2
 
 /* ---------------------------------------------------------------- checks */
 
@@ -50,8 +50,9 @@ static void fmt_level(int l, int n_levels, char *buf, size_t len)
 }
 
 /* The figures as one list: latency and bandwidth of each level, then of
- * memory, then peak and clock. */
-enum { FIG_MAX = 2 * (PS_MAX_CACHE_LEVELS + 1) + 2 };
+ * memory, then peak, clock and the row stencil's rates (their loads go to
+ * L1 and L2: a cache figure's tolerance). */
+enum { FIG_MAX = 2 * (PS_MAX_CACHE_LEVELS + 1) + 4 };
 typedef struct fig_ref {
     double *v;
     int lower_is_better;
@@ -72,6 +73,8 @@ static int fig_list(ps_machine_figures *f, fig_ref *r)
     }
     r[n++] = (fig_ref){&f->peak_gflops_core, 0, CONFIRM_CORE_TOL, "peak"};
     r[n++] = (fig_ref){&f->freq_ghz, 0, CONFIRM_CORE_TOL, "clock"};
+    r[n++] = (fig_ref){&f->stencil_gflops[0], 0, CONFIRM_MEM_TOL, "L1 stencil"};
+    r[n++] = (fig_ref){&f->stencil_gflops[1], 0, CONFIRM_MEM_TOL, "L2 stencil"};
     return n;
 }
 
@@ -107,6 +110,19 @@ static int figures_usable(const ps_machine_figures *f, char *why, size_t why_len
         ps_machine_fmt_fixed(f->peak_gflops_core, 1, a, sizeof a);
         snprintf(why, why_len, "peak %s GFLOP/s (%d lanes) out of range", a, f->simd_f32_lanes);
         return 0;
+    }
+    for (int l = 0; l < 2; l++) {
+        /* a loop of loads and FMAs: above the FMA peak is a broken timer */
+        if (f->stencil_gflops[l] == 0) {
+            snprintf(why, why_len, "L%d stencil not measured", l + 1);
+            return 0;
+        }
+        if (!(f->stencil_gflops[l] >= 0.002 * f->peak_gflops_core && f->stencil_gflops[l] <= 1.2 * f->peak_gflops_core)) {
+            ps_machine_fmt_fixed(f->stencil_gflops[l], 1, a, sizeof a);
+            ps_machine_fmt_fixed(f->peak_gflops_core, 1, b, sizeof b);
+            snprintf(why, why_len, "L%d stencil %s GFLOP/s out of range for a peak of %s", l + 1, a, b);
+            return 0;
+        }
     }
     if (f->freq_ghz != 0 && !(f->freq_ghz > 0)) {
         snprintf(why, why_len, "negative clock");
@@ -231,6 +247,8 @@ void ps_machine_apply_figures(ps_machine *m, const ps_machine_figures *f, const 
     m->peak_gflops_core = f->peak_gflops_core;
     m->peak_source = source;
     m->simd_f32_lanes = f->simd_f32_lanes;
+    m->stencil_gflops[0] = f->stencil_gflops[0];
+    m->stencil_gflops[1] = f->stencil_gflops[1];
     if (f->freq_ghz > 0) {
         /* Under AVX-512 Zen 4 issues one 512-bit FMA per cycle (two 256-bit
          * pipes), most Xeons two: the count is in FMAs of the loop's width. */
@@ -257,6 +275,8 @@ static void figures_of(const ps_machine *m, ps_machine_figures *f)
     const int clock_measured = m->freq_source && (!strcmp(m->freq_source, "measured") || !strcmp(m->freq_source, "profile"));
     f->freq_ghz = clock_measured ? m->freq_ghz : 0;
     f->simd_f32_lanes = m->simd_f32_lanes;
+    f->stencil_gflops[0] = m->stencil_gflops[0];
+    f->stencil_gflops[1] = m->stencil_gflops[1];
 }
 
 /* --------------------------------------------------------------- profile */
@@ -324,7 +344,7 @@ int ps_machine_load_profile(ps_machine *m)
     fig.n_levels = m->n_levels;
     double pipes = 0, lanes = 0;
     int have_level[PS_MAX_CACHE_LEVELS] = {0};
-    int lineno = 0, have_mem = 0, have_peak = 0, stale = 0, bad = 0, have_header = 0, have_ident = 0;
+    int lineno = 0, have_mem = 0, have_peak = 0, have_stencil = 0, stale = 0, bad = 0, have_header = 0, have_ident = 0;
     while (!bad && !stale && fgets(line, sizeof line, f)) {
         lineno++;
         size_t len = strlen(line);
@@ -364,6 +384,10 @@ int ps_machine_load_profile(ps_machine *m)
                 lanes < 1 || lanes > 64)
                 bad = lineno;
             else have_peak = 1;
+        } else if (strncmp(line, "stencil ", 8) == 0) {
+            /* the row stencil's GFLOP/s with its rows in L1, in L2 */
+            if (!parse_pair(line + 8, &fig.stencil_gflops[0], &fig.stencil_gflops[1])) bad = lineno;
+            else have_stencil = 1;
         } else {
             bad = lineno;
         }
@@ -371,7 +395,7 @@ int ps_machine_load_profile(ps_machine *m)
     fclose(f);
     for (int i = 0; !bad && !stale && i < m->n_levels; i++)
         if (!have_level[i]) bad = -1;
-    if (!bad && !stale && (!have_mem || !have_peak || !have_header || have_ident != 7)) bad = -1;
+    if (!bad && !stale && (!have_mem || !have_peak || !have_stencil || !have_header || have_ident != 7)) bad = -1;
     if (stale) {
         ps_machine_note(m, "profile %s ignored: stale (line %d does not match this machine)", path, stale);
         return 0;
@@ -453,6 +477,9 @@ int ps_machine_save_profile(ps_machine *m)
     ps_machine_fmt_fixed(fig.peak_gflops_core, 3, a, sizeof a);
     ps_machine_fmt_fixed(fig.freq_ghz, 4, c, sizeof c);
     fprintf(f, "peak %s %s %d %d\n", a, c, m->fma_units > 0 ? m->fma_units : 1, fig.simd_f32_lanes);
+    ps_machine_fmt_fixed(fig.stencil_gflops[0], 3, a, sizeof a);
+    ps_machine_fmt_fixed(fig.stencil_gflops[1], 3, b, sizeof b);
+    fprintf(f, "stencil %s %s\n", a, b);
     int err = ferror(f);
     if (fclose(f) != 0 || err || rename(tmp, path) != 0) {
         ps_machine_note(m, "profile not saved: writing %s failed (%s)", path, strerror(errno));
