@@ -409,6 +409,14 @@ def _int_range(name, v, lo, hi):
     return v
 
 
+def _ms(name, v):
+    """A duration in milliseconds as a float; the library checks its range."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise _arg_error("%s must be a number of milliseconds (got %r)" % (name, v)) from None
+
+
 _default_ctx = None
 _default_lock = threading.Lock()
 
@@ -862,10 +870,7 @@ class Plan:
         opts.ranker = _enum("ranker", ranker, _RANKERS, Ranker)
         opts.top_k = _int_range("top_k", top_k, -(1 << 31), (1 << 31) - 1)
         opts.flags = 0 if cache else PS_PLAN_NO_CACHE
-        try:
-            opts.time_budget_ms = float(time_budget_ms)
-        except (TypeError, ValueError):
-            raise _arg_error("time_budget_ms must be a number of milliseconds (got %r)" % (time_budget_ms,)) from None
+        opts.time_budget_ms = _ms("time_budget_ms", time_budget_ms)
         if isinstance(schedule, str):
             schedule = Schedule.parse(schedule, desc.kind)
         if schedule is not None:

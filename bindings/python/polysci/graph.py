@@ -28,7 +28,7 @@ from ._lib import (ActLayout, Boundary, ConvStageC, ExprOp, Fusion, GraphOptions
                    Resample, Status, StencilC, TensorInfoC, lib, PS_GRAPH_NO_INLINE, PS_GRAPH_NO_EPILOGUE, PS_POINTWISE_MAX_INPUTS)
 from ._lib import has_symbol as _lib_has, path as _lib_path
 from .core import (Context, Error, _LAYOUTS, _Owner, _aligned_empty, _arg_error, _check, _check_array,
-                   _check_disjoint, _enum, _int, _int_range, _pair, _snprintf_call, default_context)
+                   _check_disjoint, _enum, _int, _int_range, _ms, _pair, _snprintf_call, default_context)
 
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -824,11 +824,7 @@ class GraphPlan:
         opts.flags = (PS_GRAPH_NO_INLINE if no_inline else 0) | (PS_GRAPH_NO_EPILOGUE if no_epilogue else 0)
         opts.chunk_w = _int_range("chunk", chunk, 0, 1 << 24)
         opts.layer_top_k = _int_range("layer_top_k", layer_top_k, _INT_MIN, _INT_MAX)
-        try:
-            opts.layer_time_budget_ms = float(layer_time_budget_ms)
-        except (TypeError, ValueError):
-            raise _arg_error("layer_time_budget_ms must be a number of milliseconds (got %r)"
-                             % (layer_time_budget_ms,)) from None
+        opts.layer_time_budget_ms = _ms("layer_time_budget_ms", layer_time_budget_ms)
         with graph._lock:
             groups = None
             if group_of is not None:
