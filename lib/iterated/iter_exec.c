@@ -67,6 +67,14 @@ static void compute_box(const ps_iter_plan *pl, int a, const ps_it_box *bx, cons
         }
         int64_t doff = x0 - dst->org[xd];
         for (int d = 0; d < xd; d++) doff -= dst->org[d] * dst->str[d];
+        /* sum_runs where every row of the box keeps its rows at out's
+         * alignment (modulo 64 bytes): the first row's are, and every row
+         * stride is a whole number of vectors. Elsewhere sum_disjoint (the
+         * same values), without sum_runs' checks on every row. */
+        int runs = U->run_n3 > 0;
+        for (int d = 0; d < xd && runs; d++) runs = s0->str[d] % 16 == 0 && dst->str[d] % 16 == 0;
+        const uintptr_t out_align = ((uintptr_t)dst->base + (uintptr_t)doff * sizeof(float)) & 63;
+        for (int k = 0; k < nt && runs; k++) runs = U->taps[k].off[xd] != 0 || ((uintptr_t)rowb[k] & 63) == out_align;
         for (;;) {
             int64_t rs = 0, rd = doff;
             for (int d = 0; d < xd; d++) {
@@ -74,7 +82,17 @@ static void compute_box(const ps_iter_plan *pl, int a, const ps_it_box *bx, cons
                 rd += c[d] * dst->str[d];
             }
             for (int k = 0; k < nt; k++) ptr[k] = rowb[k] + rs;
-            pl->k->sum_disjoint(dst->base + rd, x1 - x0, ptr, U->w, nt, U->constant);
+            if (runs) {
+                /* one row pointer per run member: a triple's middle tap */
+                const float *ctr[PS_SUM_RUNS_MAX_TAPS];
+                int r = 0, k = 0;
+                for (; k < U->run_s0; k++) ctr[r++] = ptr[k];
+                for (int j = 0; j < U->run_n3; j++, k += 3) ctr[r++] = ptr[k + 1];
+                for (; k < nt; k++) ctr[r++] = ptr[k];
+                pl->k->sum_runs(dst->base + rd, x1 - x0, ctr, U->run_s0, U->run_n3, U->run_s1, U->w, U->constant);
+            } else {
+                pl->k->sum_disjoint(dst->base + rd, x1 - x0, ptr, U->w, nt, U->constant);
+            }
             int d = xd - 1;
             for (; d >= 0; d--) {
                 if (++c[d] < bx->b[d]) break;

@@ -102,6 +102,10 @@ typedef struct ps_it_upd {
     ps_it_tap *taps;
     float *w;               /* n_taps weights, contiguous for the row kernel */
     float constant;
+    /* The taps as runs for the row kernels' sum_runs: s0 single taps (no
+     * offset along the row), n3 triples (offsets -1, 0, +1 along the row,
+     * the rest equal), s1 single taps; n3 = 0: not in that form. */
+    int run_s0, run_n3, run_s1;
 } ps_it_upd;
 
 /* The cost model's account of one candidate. */

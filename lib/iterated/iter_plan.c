@@ -14,6 +14,39 @@
 #include "core/error.h"
 #include "plan/context_impl.h"
 
+
+/* Taps k, k + 1, k + 2 read x - 1, x, x + 1 of one row of one array. */
+static int triple_at(const ps_it_upd *U, int k, int nd)
+{
+    const int xd = nd - 1;
+    if (k + 2 >= U->n_taps) return 0;
+    for (int j = 0; j < 3; j++) {
+        const ps_it_tap *t = &U->taps[k + j];
+        if (t->array != U->taps[k].array || t->off[xd] != j - 1) return 0;
+        for (int d = 0; d < xd; d++)
+            if (t->off[d] != U->taps[k].off[d]) return 0;
+    }
+    return 1;
+}
+
+/* The update's taps as sum_runs' runs (iter_impl.h), in their order: the
+ * stencils of the benchmarks (heat along rows, face neighbours around a
+ * row's triple, the 9-point Jacobi's three triples) are all in that form. */
+static void find_runs(ps_it_upd *U, int nd)
+{
+    const int xd = nd - 1;
+    int k = 0, s0 = 0, n3 = 0, s1 = 0;
+    U->run_s0 = U->run_n3 = U->run_s1 = 0;
+    if (U->n_taps > PS_SUM_RUNS_MAX_TAPS) return;
+    for (; k < U->n_taps && U->taps[k].off[xd] == 0; k++) s0++; /* a triple starts at -1 */
+    for (; triple_at(U, k, nd); k += 3) n3++;
+    for (; k < U->n_taps && U->taps[k].off[xd] == 0; k++) s1++;
+    if (k < U->n_taps || n3 < 1 || n3 > PS_SUM_RUNS_MAX_TRIPLES) return;
+    U->run_s0 = s0;
+    U->run_n3 = n3;
+    U->run_s1 = s1;
+}
+
 static size_t round16(size_t v) { return (v + 15) & ~(size_t)15; }
 
 void ps_iter_options_init(ps_iter_options *o)
@@ -129,6 +162,7 @@ ps_status ps_iter_plan_create(ps_context *ctx, const ps_iter *it, const ps_iter_
             U->w[k] = u->taps[k].weight;
         }
         if (u->n_taps > pl->max_taps) pl->max_taps = u->n_taps;
+        find_runs(U, pl->nd);
     }
     ps_it_deps deps;
     memset(&deps, 0, sizeof deps);

@@ -70,6 +70,11 @@ typedef struct ps_vprog {
     float *const_val;
 } ps_vprog;
 
+/* Taps of sum_runs: at most this many in all (its fallback expands them),
+ * and at most PS_SUM_RUNS_MAX_TRIPLES triples. */
+#define PS_SUM_RUNS_MAX_TAPS 32
+#define PS_SUM_RUNS_MAX_TRIPLES 3
+
 /* Input channels up to which 1 x 1 convolutions run ps_row_kernels.px_small_gemm
  * (the layer executor's small_1x1, a fused convolution's pixel rows). */
 #define PS_SMALL_GEMM_MAX_C 64
@@ -113,6 +118,19 @@ typedef struct ps_row_kernels {
      * values (rows of fewer than 16 points run sum's scalar loop). */
     void (*sum_disjoint)(float *restrict out, int64_t n, const float *const *src, const float *w, int n_taps,
                          float init);
+    /* sum_disjoint for taps in runs: s0 single taps, then n3 triples (the
+     * columns x - 1, x, x + 1 of one row, in that order), then s1 single
+     * taps; ctr[] holds one pointer per run member at column x (a single
+     * tap's own, a triple's middle one), w[] the weights in tap order. The
+     * values are sum_disjoint's for the taps {ctr singles, ctr - 1, ctr,
+     * ctr + 1, ...} bit for bit (the same multiply-adds in the same order).
+     * With AVX-512, where every ctr row has out's alignment modulo the
+     * vector and n3 is 1 to PS_SUM_RUNS_MAX_TRIPLES, the triples' shifted
+     * operands come from aligned loads and lane shifts (VALIGND), not from
+     * loads that straddle cache lines, which cost two; elsewhere, and at
+     * the ends of the row, it runs sum_disjoint. */
+    void (*sum_runs)(float *restrict out, int64_t n, const float *const *ctr, int s0, int n3, int s1, const float *w,
+                     float init);
     /* Pixel rows (channels last, C channels per pixel): pixel i of out (at
      * out + i * ops) = bias + sum over t of w[t * C + c] * src[t][i * step + c]
      * (bias may be NULL: 0); the depthwise convolution, average pooling and

@@ -19,6 +19,10 @@ typedef float v16 __attribute__((vector_size(64)));
 typedef float v16u __attribute__((vector_size(64), aligned(4), may_alias));
 typedef int32_t v16i __attribute__((vector_size(64)));
 
+/* Loops over the vectors of a register block: fully unrolled, so each
+ * accumulator is a register of its own. */
+#define PS_UNROLL _Pragma("GCC unroll 32")
+
 static inline v16 ld(const float *p) { return *(const v16u *)p; }
 static inline void st(float *p, v16 v) { *(v16u *)p = v; }
 static inline v16 splat(float x) { return (v16){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
@@ -168,6 +172,102 @@ static void sum_disjoint_rows(float *restrict out, int64_t n, const float *const
 #else
     if (i < n) sum_vec(out, n - 16, src, w, n_taps, init);
 #endif
+}
+
+/* The taps of sum_runs one by one, from column i of each run's row. */
+static int runs_taps(const float **src, const float *const *ctr, int s0, int n3, int s1, int64_t i)
+{
+    int q = 0, r = 0;
+    for (int k = 0; k < s0; k++) src[q++] = ctr[r++] + i;
+    for (int k = 0; k < n3; k++, r++) {
+        src[q++] = ctr[r] + i - 1;
+        src[q++] = ctr[r] + i;
+        src[q++] = ctr[r] + i + 1;
+    }
+    for (int k = 0; k < s1; k++) src[q++] = ctr[r++] + i;
+    return q;
+}
+
+#if defined(__AVX512F__)
+static inline __m512 lanes_from(__m512 hi, __m512 lo, const int k)
+{
+    return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo), k));
+}
+
+/* nv vectors (8 or 4) of sum_runs at out + i (aligned, as is every ctr
+ * row + i), n3 and nv constants where it is inlined: the accumulators, a
+ * triple's row window of nv + 1 vectors and its three weights stay in
+ * registers. The lane before the window is loaded alone (the rest of that
+ * line may lie before the row). */
+static inline __attribute__((always_inline)) void runs_block(float *out, int64_t i, const float *const *ctr, int s0,
+                                                             int s1, const float *w, float init, const int n3,
+                                                             const int nv)
+{
+    __m512 acc[8];
+    PS_UNROLL for (int v = 0; v < nv; v++) acc[v] = _mm512_set1_ps(init);
+    int r = 0;
+    for (int k = 0; k < s0; k++, r++) {
+        const float *p = ctr[r] + i;
+        const __m512 wt = _mm512_set1_ps(*w++);
+        PS_UNROLL for (int v = 0; v < nv; v++) acc[v] = _mm512_fmadd_ps(wt, _mm512_load_ps(p + 16 * v), acc[v]);
+    }
+    for (int k = 0; k < n3; k++, r++, w += 3) {
+        const float *p = ctr[r] + i;
+        const __m512 wl = _mm512_set1_ps(w[0]), wc = _mm512_set1_ps(w[1]), wr = _mm512_set1_ps(w[2]);
+        __m512 win[9];
+        const __m512 before = _mm512_maskz_loadu_ps((__mmask16)0x8000, p - 16);
+        PS_UNROLL for (int v = 0; v <= nv; v++) win[v] = _mm512_load_ps(p + 16 * v);
+        PS_UNROLL for (int v = 0; v < nv; v++) {
+            acc[v] = _mm512_fmadd_ps(wl, lanes_from(win[v], v ? win[v - 1] : before, 15), acc[v]);
+            acc[v] = _mm512_fmadd_ps(wc, win[v], acc[v]);
+            acc[v] = _mm512_fmadd_ps(wr, lanes_from(win[v + 1], win[v], 1), acc[v]);
+        }
+    }
+    for (int k = 0; k < s1; k++, r++) {
+        const float *p = ctr[r] + i;
+        const __m512 wt = _mm512_set1_ps(*w++);
+        PS_UNROLL for (int v = 0; v < nv; v++) acc[v] = _mm512_fmadd_ps(wt, _mm512_load_ps(p + 16 * v), acc[v]);
+    }
+    PS_UNROLL for (int v = 0; v < nv; v++) _mm512_store_ps(out + i + 16 * v, acc[v]);
+}
+#endif
+
+static void sum_runs_rows(float *restrict out, int64_t n, const float *const *ctr, int s0, int n3, int s1,
+                          const float *w, float init)
+{
+    const float *src[PS_SUM_RUNS_MAX_TAPS];
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    /* the head up to the first aligned store; then blocks of eight and of
+     * four vectors whose windows end inside the row (one vector past the
+     * block is read); the rest, or a row too short for a block, as one
+     * sum_disjoint */
+    int64_t head = (16 - (int64_t)(((uintptr_t)out / sizeof *out) & 15)) & 15;
+    int rows = s0 + n3 + s1, same = n3 >= 1 && n3 <= PS_SUM_RUNS_MAX_TRIPLES && head + 80 <= n;
+    for (int r = 0; r < rows && same; r++) same = ((uintptr_t)ctr[r] & 63) == ((uintptr_t)out & 63);
+    if (same) {
+        if (head) {
+            int nt = runs_taps(src, ctr, s0, n3, s1, 0);
+            sum_disjoint_rows(out, head, src, w, nt, init);
+        }
+        i = head;
+#define PS_RUNS_BLOCKS(N3)                                                                                             \
+    do {                                                                                                               \
+        for (; i + 144 <= n; i += 128) runs_block(out, i, ctr, s0, s1, w, init, N3, 8);                                \
+        for (; i + 80 <= n; i += 64) runs_block(out, i, ctr, s0, s1, w, init, N3, 4);                                  \
+    } while (0)
+        switch (n3) {
+        case 1: PS_RUNS_BLOCKS(1); break;
+        case 2: PS_RUNS_BLOCKS(2); break;
+        default: PS_RUNS_BLOCKS(3); break;
+        }
+#undef PS_RUNS_BLOCKS
+    }
+#endif
+    if (i < n) {
+        int nt = runs_taps(src, ctr, s0, n3, s1, i);
+        sum_disjoint_rows(out + i, n - i, src, w, nt, init);
+    }
 }
 
 /* ------------------------------------------------------------- max/min */
@@ -398,7 +498,6 @@ static void px_grid_rows(float *restrict out, int64_t n, int64_t C, int64_t ops,
  * against C FMAs) costs a fifth of the layer; here the accumulators start
  * at the bias and are clamped before their only store. np pixels x mv
  * vectors of accumulators (at most 24 of the 32 registers). */
-#define PS_UNROLL _Pragma("GCC unroll 32")
 #define PS_SMALL_GEMM(MV, NP)                                                                                          \
     for (; j + (NP) <= n; j += (NP)) {                                                                                 \
         v16 acc[NP][MV];                                                                                               \
@@ -918,6 +1017,7 @@ const ps_row_kernels PS_KERNEL_TABLE = {
     .stream_copy = stream_copy,
     .stream_fence = stream_fence,
     .sum_disjoint = sum_disjoint_rows,
+    .sum_runs = sum_runs_rows,
     .px_sum = px_sum_rows,
     .px_grid = px_grid_rows,
     .px_small_gemm = px_small_gemm_rows,

@@ -29,6 +29,45 @@ static void test_rows(const ps_row_kernels *k)
         }
 }
 
+/* sum_runs against sum on the same taps, bit for bit: rows sharing out's
+ * alignment (its fast path) and not, every length around its blocks. */
+static void test_runs(const ps_row_kernels *k)
+{
+    enum { CAP = 416, ROWS = 7 }; /* rows CAP + 64 floats apart: a whole number of vectors */
+    static const int pat[][3] = {{0, 1, 0}, {1, 1, 1}, {3, 1, 3}, {0, 3, 0}, {2, 2, 1}, {0, 2, 0}, {1, 3, 2}};
+    float *rows = tu_alloc_f(ROWS * (CAP + 64)), *o1 = tu_alloc_f(CAP + 64), *o2 = tu_alloc_f(CAP + 64),
+          w[PS_SUM_RUNS_MAX_TAPS];
+    for (size_t i = 0; i < (size_t)ROWS * (CAP + 64); i++) rows[i] = frand();
+    for (int t = 0; t < PS_SUM_RUNS_MAX_TAPS; t++) w[t] = frand();
+    for (size_t p = 0; p < sizeof pat / sizeof pat[0]; p++)
+        for (int n = 1; n <= CAP - 20; n += n < 40 ? 3 : n < 300 ? 13 : 1)
+            for (int shift = 1; shift < 32; shift += 7)
+                for (int misalign = 0; misalign < 2; misalign++) {
+                    /* every row at column `shift` of its own (aligned) row of
+                     * the buffer; out at the same alignment, or one float off */
+                    const int s0 = pat[p][0], n3 = pat[p][1], s1 = pat[p][2], nr = s0 + n3 + s1;
+                    const float *ctr[PS_SUM_RUNS_MAX_TAPS], *src[PS_SUM_RUNS_MAX_TAPS];
+                    for (int r = 0; r < nr; r++) ctr[r] = rows + (size_t)r * (CAP + 64) + shift;
+                    int q = 0, r = 0;
+                    for (int j = 0; j < s0; j++) src[q++] = ctr[r++];
+                    for (int j = 0; j < n3; j++, r++) {
+                        src[q++] = ctr[r] - 1;
+                        src[q++] = ctr[r];
+                        src[q++] = ctr[r] + 1;
+                    }
+                    for (int j = 0; j < s1; j++) src[q++] = ctr[r++];
+                    float *out1 = o1 + shift + misalign, *out2 = o2 + shift + misalign;
+                    k->sum(out1, n, src, w, q, 1, 0.25f);
+                    k->sum_runs(out2, n, ctr, s0, n3, s1, w, 0.25f);
+                    TU_CHECK(!memcmp(out1, out2, (size_t)n * sizeof(float)),
+                             "%s: sum_runs (%d, %d, %d) differs from sum, n %d, shift %d, misalign %d", k->isa, s0, n3, s1,
+                             n, shift, misalign);
+                }
+    free(rows);
+    free(o1);
+    free(o2);
+}
+
 static void test_tilings(ps_context *ctx)
 {
     static const int64_t sizes[4][3] = {{2003, 1, 1}, {61, 150, 1}, {17, 21, 40}, {37, 83, 1}};
@@ -75,6 +114,7 @@ int main(void)
     for (int l = 0; l < n; l++) {
         const ps_row_kernels *k = tables[l];
         test_rows(k);
+        test_runs(k);
         /* plans pick their table from the machine model's vector width */
         ctx->machine.simd_f32_lanes = lanes[l];
         test_tilings(ctx);
