@@ -2,8 +2,8 @@
 # Every performance table of the documentation from one command.
 #
 # usage: bash bench/report.sh [--out DIR] [--quick] [--layers] [--pipelines] [--stencils]
-#                             [--sets LIST] [--N LIST] [--threads T] [--halide-timeout S] [--recalibrate]
-#                             [--fill|--no-fill]
+#                             [--sets LIST] [--N LIST] [--threads T] [--halide-timeout S]
+#                             [--stencil-halide LIST] [--recalibrate] [--fill|--no-fill]
 #
 # Parts (all three unless some are named):
 #   --layers     every conv layer set of bench/layers (--sets, default resnet50 fastrcnn mobilenet alexnet
@@ -34,6 +34,9 @@
 # --threads T    threads of every implementation (default 2)
 # --halide-timeout S  limit of one Halide stencil process, compilation included (default: the stencil bench's,
 #                600 s); an autoscheduler that runs past it is reported as not finishing
+# --stencil-halide LIST  the Halide schedules of --stencils (default the stencil bench's: manual and the three
+#                autoschedulers, most of which do not finish on the T-step chains: ~50 of its ~55 minutes);
+#                e.g. "manual"
 # --recalibrate  measure the machine anew (PS_CALIBRATE=force) instead of loading a saved profile
 # Environment: POLYSCI (the CLI, default build/tools/polysci), PYTHON (default /usr/bin/python3).
 set -uo pipefail
@@ -42,7 +45,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" || exit 1
 P="${POLYSCI:-build/tools/polysci}"
 PY="${PYTHON:-/usr/bin/python3}"
-OUT="" QUICK=0 THREADS=2 RECAL=0 FILL=1 HTIMEOUT=   # FILL 0: never, 1: when writing docs/perf, 2: always
+OUT="" QUICK=0 THREADS=2 RECAL=0 FILL=1 HTIMEOUT= SHALIDE=   # FILL 0: never, 1: when writing docs/perf, 2: always
 SETS="resnet50 fastrcnn mobilenet alexnet overfeat vgga"
 NS=""
 DO_LAYERS=0 DO_PIPELINES=0 DO_STENCILS=0
@@ -59,6 +62,7 @@ while [ $# -gt 0 ]; do
     --N) NS=${2:?--N needs a list}; shift ;;
     --threads) THREADS=${2:?--threads needs a number}; shift ;;
     --halide-timeout) HTIMEOUT=${2:?--halide-timeout needs seconds}; shift ;;
+    --stencil-halide) SHALIDE=${2:?--stencil-halide needs a list}; shift ;;
     --recalibrate) RECAL=1 ;;
     --no-fill) FILL=0 ;;
     --fill) FILL=2 ;;
@@ -106,6 +110,7 @@ for s in $SETS; do n_layers=$((n_layers + $(grep -c '^[^#[:space:]]' "bench/laye
 # plus checks and planning; 334 s for the six sets at N = 2 and 1 with the GEMMs on the Zen 4 VM).
 est_layers=$((n_layers * $(echo $NS | wc -w) * 2 + 30))
 est_pipelines=400 est_stencils=3300
+[ -n "$SHALIDE" ] && est_stencils=400
 fmt_min() { printf '%d min' $(( ($1 + 59) / 60 )); }
 
 echo "bench/report.sh: writing into $OUT_REL (logs: $LOG)"
@@ -113,7 +118,7 @@ echo "bench/report.sh: writing into $OUT_REL (logs: $LOG)"
 parts=""
 [ $DO_LAYERS = 1 ] && parts+=" layers" && echo "  layers: sets $SETS, N = $NS, GEMMs; full run ~$(fmt_min $est_layers)"
 [ $DO_PIPELINES = 1 ] && parts+=" pipelines" && echo "  pipelines: full run ~$(fmt_min $est_pipelines) (Halide compiles included)"
-[ $DO_STENCILS = 1 ] && parts+=" stencils" && echo "  stencils: full run ~$(fmt_min $est_stencils) (its Halide autoschedulers dominate)"
+[ $DO_STENCILS = 1 ] && parts+=" stencils" && echo "  stencils: full run ~$(fmt_min $est_stencils)$([ -z "$SHALIDE" ] && echo ' (its Halide autoschedulers dominate)')"
 read -r load1 _ < /proc/loadavg
 echo "  load average now: $load1 on $(nproc) CPUs$(awk -v l="$load1" 'BEGIN { if (l > 0.5) print " -- not quiet: timings will be disturbed" }')"
 START_LOAD=$load1
@@ -190,6 +195,7 @@ if [ $DO_STENCILS = 1 ]; then
     has '--markdown' && sa+=(--markdown "$OUT/csv/stencils.table.md")
     has '--png' && sa+=(--png "$OUT/stencils.png")
     [ -n "$HTIMEOUT" ] && has '--halide-timeout' && sa+=(--halide-timeout "$HTIMEOUT")
+    [ -n "$SHALIDE" ] && has '--halide ' && sa+=(--halide "$SHALIDE")
     if [ $QUICK = 1 ]; then
       if has '--quick'; then sa+=(--quick); else has '--rounds' && sa+=(--rounds 1); has '--reps' && sa+=(--reps 1); fi
     fi
