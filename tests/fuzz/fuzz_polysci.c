@@ -84,6 +84,16 @@ static const int64_t special_i64[] = {0, -1, -2, 3, 7, 64, 65, 1000, 4096, (int6
                                       INT64_MAX, INT64_MIN, -((int64_t)1 << 31)};
 #define N_SPECIAL (int)(sizeof special_i64 / sizeof special_i64[0])
 
+/* A planning-time budget in milliseconds from the bits of an option byte
+ * its own field leaves unused (b / 3: the fields take b % 3), so the seeds'
+ * byte streams keep their meaning: mostly 0, sometimes a budget, sometimes
+ * one ps_plan_options / ps_graph_options must reject. */
+static double budget_from(uint8_t b)
+{
+    static const double ms[] = {0, 0, 0, 0, 0.5, 50, -1, NAN, INFINITY, 1e8};
+    return b < 250 ? ms[(b / 3) % (sizeof ms / sizeof ms[0])] : 0;
+}
+
 /* A size field: usually 1..typ, sometimes 0..2, a special value or raw bits. */
 static int64_t size_field(rd *r, int64_t typ)
 {
@@ -530,6 +540,7 @@ static void fuzz_op(rd *r, int gemm)
     o.ranker = (ps_ranker)enum_field(r, 5);
     const uint8_t k = u8(r);
     o.top_k = k < 250 ? k % 3 : (int)special_i64[k % N_SPECIAL];
+    o.time_budget_ms = budget_from(k);
     o.flags = (unsigned)enum_field(r, 2);
     if (u8(r) == 255) o.struct_size = u8(r);
     const uint8_t how = u8(r);
@@ -543,9 +554,11 @@ static void fuzz_op(rd *r, int gemm)
         char key[1024];
         ps_plan_key(&d, o.num_threads, o.ranker, o.top_k, o.time_budget_ms, key, sizeof key);
         fprintf(stderr, "fuzz: %s (struct_size %zu kind %d) -> validate %s%s%s\n"
-                "fuzz: opts struct_size %zu threads %d ranker %d top_k %d flags 0x%x schedule source %d how 0x%x describe_len %zu\n",
+                "fuzz: opts struct_size %zu threads %d ranker %d top_k %d budget %g flags 0x%x schedule source %d how 0x%x "
+                "describe_len %zu\n",
                 key, d.struct_size, (int)d.kind, ps_status_str(vst), vst ? ": " : "", vst ? ps_last_error_message() : "",
-                o.struct_size, o.num_threads, (int)o.ranker, o.top_k, o.flags, sched_sel, how, describe_len);
+                o.struct_size, o.num_threads, (int)o.ranker, o.top_k, o.time_budget_ms, o.flags, sched_sel, how,
+                describe_len);
     }
     if (vst == PS_SUCCESS) {
         int64_t OH, OW;
@@ -1044,8 +1057,11 @@ static void run_graph_plan(const ps_graph *g, const ps_graph_plan *p, uint8_t ho
     ps_status st;
     if ((st = ps_graph_plan_workspace_size(p, &ws_bytes))) BUG("graph workspace_size: %s", ps_last_error_message());
     char *text = malloc(describe_len ? describe_len : 1);
-    if ((st = ps_graph_plan_describe(p, describe_len ? text : NULL, describe_len, &need)))
-        BUG("graph describe into %zu bytes: %s", describe_len, ps_last_error_message());
+    /* as ps_plan_describe: all of it and success, or as much as fits and
+     * PS_ERR_BUFFER_TOO_SMALL */
+    st = ps_graph_plan_describe(p, describe_len ? text : NULL, describe_len, &need);
+    if (need < describe_len ? st != PS_SUCCESS : describe_len && st != PS_ERR_BUFFER_TOO_SMALL)
+        BUG("graph describe into %zu bytes (%zu needed): %s", describe_len, need, ps_status_str(st));
     if (describe_len && strlen(text) != (need < describe_len ? need : describe_len - 1))
         BUG("graph describe: %zu bytes written of %zu needed into %zu", strlen(text), need, describe_len);
     free(text);
@@ -1134,6 +1150,9 @@ static void fuzz_graph(rd *r)
     o.fusion = (ps_fusion)enum_field(r, 4);
     const uint8_t t = u8(r);
     o.num_threads = t < 250 ? t % 3 : (int)special_i64[t % N_SPECIAL];
+    /* the measured mode for layer-plan convolutions, from t's other bits */
+    o.layer_top_k = t >= 250 ? (int)special_i64[(t + 3) % N_SPECIAL] : (t / 30) % 4 == 3 ? 2 : 0;
+    o.layer_time_budget_ms = budget_from((uint8_t)(t / 2));
     const uint8_t ts = u8(r);
     if (ts >= 128) {
         o.tile_h = ts < 250 ? 1 + u8(r) % 9 : special_i64[u8(r) % N_SPECIAL];
@@ -1166,9 +1185,11 @@ static void fuzz_graph(rd *r)
         const ps_status st = ps_graph_plan_create(g_ctx, g, &o, &p);
         expect_message(st, "ps_graph_plan_create");
         if (g_verbose)
-            fprintf(stderr, "fuzz: graph of %d stages, fusion %d threads %d tile %lld x %lld -> plan %s%s%s\n", stages,
-                    (int)o.fusion, o.num_threads, (long long)o.tile_h, (long long)o.tile_w, ps_status_str(st),
-                    st ? ": " : "", st ? ps_last_error_message() : "");
+            fprintf(stderr,
+                    "fuzz: graph of %d stages, fusion %d threads %d tile %lld x %lld layer top_k %d budget %g -> plan "
+                    "%s%s%s\n",
+                    stages, (int)o.fusion, o.num_threads, (long long)o.tile_h, (long long)o.tile_w, o.layer_top_k,
+                    o.layer_time_budget_ms, ps_status_str(st), st ? ": " : "", st ? ps_last_error_message() : "");
         if ((st == PS_SUCCESS) != (p != NULL)) BUG("graph plan_create status/plan mismatch (%s)", ps_status_str(st));
         if (st != PS_SUCCESS && st != PS_ERR_INVALID_ARG && st != PS_ERR_NULL_POINTER && st != PS_ERR_UNSUPPORTED &&
             st != PS_ERR_OUT_OF_MEMORY && st != PS_ERR_OVERFLOW)
