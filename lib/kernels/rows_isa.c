@@ -197,11 +197,12 @@ static inline __m512 lanes_from(__m512 hi, __m512 lo, const int k)
 /* nv vectors (8 or 4) of sum_runs at out + i (aligned, as is every ctr
  * row + i), n3 and nv constants where it is inlined: the accumulators, a
  * triple's row window of nv + 1 vectors and its three weights stay in
- * registers. The lane before the window is loaded alone (the rest of that
- * line may lie before the row). */
+ * registers. win[k] holds triple k's lane before the block (only lane 15
+ * counts) and its first vector on entry, the same for the next block on
+ * return: a window slides along its row, one load per vector. */
 static inline __attribute__((always_inline)) void runs_block(float *out, int64_t i, const float *const *ctr, int s0,
                                                              int s1, const float *w, float init, const int n3,
-                                                             const int nv)
+                                                             const int nv, __m512 (*slide)[2])
 {
     __m512 acc[8];
     PS_UNROLL for (int v = 0; v < nv; v++) acc[v] = _mm512_set1_ps(init);
@@ -211,24 +212,45 @@ static inline __attribute__((always_inline)) void runs_block(float *out, int64_t
         const __m512 wt = _mm512_set1_ps(*w++);
         PS_UNROLL for (int v = 0; v < nv; v++) acc[v] = _mm512_fmadd_ps(wt, _mm512_load_ps(p + 16 * v), acc[v]);
     }
-    for (int k = 0; k < n3; k++, r++, w += 3) {
-        const float *p = ctr[r] + i;
-        const __m512 wl = _mm512_set1_ps(w[0]), wc = _mm512_set1_ps(w[1]), wr = _mm512_set1_ps(w[2]);
+    PS_UNROLL for (int k = 0; k < n3; k++) {
+        const float *p = ctr[r + k] + i;
+        const __m512 wl = _mm512_set1_ps(w[3 * k]), wc = _mm512_set1_ps(w[3 * k + 1]), wr = _mm512_set1_ps(w[3 * k + 2]);
         __m512 win[9];
-        const __m512 before = _mm512_maskz_loadu_ps((__mmask16)0x8000, p - 16);
-        PS_UNROLL for (int v = 0; v <= nv; v++) win[v] = _mm512_load_ps(p + 16 * v);
+        win[0] = slide[k][1];
+        PS_UNROLL for (int v = 1; v <= nv; v++) win[v] = _mm512_load_ps(p + 16 * v);
         PS_UNROLL for (int v = 0; v < nv; v++) {
-            acc[v] = _mm512_fmadd_ps(wl, lanes_from(win[v], v ? win[v - 1] : before, 15), acc[v]);
+            acc[v] = _mm512_fmadd_ps(wl, lanes_from(win[v], v ? win[v - 1] : slide[k][0], 15), acc[v]);
             acc[v] = _mm512_fmadd_ps(wc, win[v], acc[v]);
             acc[v] = _mm512_fmadd_ps(wr, lanes_from(win[v + 1], win[v], 1), acc[v]);
         }
+        slide[k][0] = win[nv - 1];
+        slide[k][1] = win[nv];
     }
+    r += n3;
+    w += 3 * n3;
     for (int k = 0; k < s1; k++, r++) {
         const float *p = ctr[r] + i;
         const __m512 wt = _mm512_set1_ps(*w++);
         PS_UNROLL for (int v = 0; v < nv; v++) acc[v] = _mm512_fmadd_ps(wt, _mm512_load_ps(p + 16 * v), acc[v]);
     }
     PS_UNROLL for (int v = 0; v < nv; v++) _mm512_store_ps(out + i + 16 * v, acc[v]);
+}
+
+/* sum_runs' blocks from i while their windows end inside the row: eight
+ * vectors, then four; returns where they stop. */
+static inline __attribute__((always_inline)) int64_t runs_blocks(float *out, int64_t i, int64_t n,
+                                                                 const float *const *ctr, int s0, int s1,
+                                                                 const float *w, float init, const int n3)
+{
+    __m512 slide[PS_SUM_RUNS_MAX_TRIPLES][2];
+    PS_UNROLL for (int k = 0; k < n3; k++) {
+        const float *p = ctr[s0 + k] + i;
+        slide[k][0] = _mm512_maskz_loadu_ps((__mmask16)0x8000, p - 16); /* the rest of that line may lie before the row */
+        slide[k][1] = _mm512_load_ps(p);
+    }
+    for (; i + 144 <= n; i += 128) runs_block(out, i, ctr, s0, s1, w, init, n3, 8, slide);
+    for (; i + 80 <= n; i += 64) runs_block(out, i, ctr, s0, s1, w, init, n3, 4, slide);
+    return i;
 }
 #endif
 
@@ -251,17 +273,11 @@ static void sum_runs_rows(float *restrict out, int64_t n, const float *const *ct
             sum_disjoint_rows(out, head, src, w, nt, init);
         }
         i = head;
-#define PS_RUNS_BLOCKS(N3)                                                                                             \
-    do {                                                                                                               \
-        for (; i + 144 <= n; i += 128) runs_block(out, i, ctr, s0, s1, w, init, N3, 8);                                \
-        for (; i + 80 <= n; i += 64) runs_block(out, i, ctr, s0, s1, w, init, N3, 4);                                  \
-    } while (0)
         switch (n3) {
-        case 1: PS_RUNS_BLOCKS(1); break;
-        case 2: PS_RUNS_BLOCKS(2); break;
-        default: PS_RUNS_BLOCKS(3); break;
+        case 1: i = runs_blocks(out, i, n, ctr, s0, s1, w, init, 1); break;
+        case 2: i = runs_blocks(out, i, n, ctr, s0, s1, w, init, 2); break;
+        default: i = runs_blocks(out, i, n, ctr, s0, s1, w, init, 3); break;
         }
-#undef PS_RUNS_BLOCKS
     }
 #endif
     if (i < n) {
