@@ -15,8 +15,8 @@
  *           overlap term t3) at the row kernels' rate, plus a fixed cost per
  *           row and per task;
  *   t_near  when a task's working set (its scratch, or a split component's
- *           rows in the two buffers) outgrows L2, its intermediate steps
- *           through the level that holds it;
+ *           rows in the two buffers) outgrows L2, the share L2 cannot hold
+ *           streams through the level that holds it on every step;
  *   balance tasks per band (per split phase) over the threads, 002's t2:
  *           a last partial round leaves threads idle;
  *   t_sync  a barrier per band (per phase).
@@ -206,13 +206,20 @@ static void estimate(const ps_iter_plan *base, const ps_it_deps *dp, const model
         double comp = pts * na;
         double flops = pts * taps * 2.0;
         double far, near = 0;
+        /* Past L2, the share of a task's working set that L2 cannot hold
+         * streams through the level holding it on every step; the rest
+         * stays in L2. */
+        const double past_l2 = ev->ws_level >= 3 ? 1.0 - fmin(1.0, (double)M->cm.cache[1] / ws) : 0.0;
         if (ev->tiling == PS_ITER_TILING_STEP) {
             far = 12.0 * comp;
         } else if (ev->tiling == PS_ITER_TILING_SPLIT) {
-            far = ev->ws_level <= 2 ? 12.0 * upd_pts * na : 12.0 * comp;
+            /* a component's cells: from the grid's level once per band while
+             * its working set fits the L3 share, else on every step */
+            far = ev->ws_level <= 3 ? 12.0 * upd_pts * na : 12.0 * comp;
+            if (ev->ws_level == 3) near = 12.0 * comp * past_l2;
         } else {
             far = na * (4.0 * pts0 + 8.0 * upd_pts);
-            if (ev->ws_level >= 3) near = 12.0 * comp;
+            if (ev->ws_level >= 3) near = 12.0 * comp * past_l2;
         }
         double tasks = pl.tiling == PS_ITER_TILING_SPLIT ? 0 : (double)pl.ov_tasks, bal = 1;
         int phases = 1;
