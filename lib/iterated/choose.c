@@ -20,7 +20,10 @@
  *   balance tasks per band (per split phase) over the threads, 002's t2:
  *           a last partial round leaves threads idle;
  *   t_sync  a barrier per band (per phase).
- *   cost = t_far + (t_comp + t_near) / balance + t_sync.
+ *   cost = t_far + (t_comp + t_near) / balance + t_sync, where a task's
+ *   working set lies in L3: t_far + max(t_comp, t_near) / balance + t_sync
+ *   (the hardware prefetchers stream L3 lines while the row kernels work;
+ *   memory traffic they do not hide).
  * The rate of the row kernels is the machine model's measured row stencil
  * (ps_machine.stencil_gflops) with the task's rows in L1 or in L2: one load
  * per multiply-add, so the load ports and the split loads of unaligned taps
@@ -257,7 +260,7 @@ static void estimate(const ps_iter_plan *base, const ps_it_deps *dp, const model
     ev->far_bytes = far_all;
     ev->balance = bal_w;
     ev->tasks = tasks_band;
-    ev->cost = t_far + t_comp + t_near + t_sync;
+    ev->cost = t_far + (ev->ws_level == 3 ? fmax(t_comp, t_near) : t_comp + t_near) + t_sync; /* see the top */
 }
 
 void ps_iter_apply(ps_iter_plan *pl, const ps_it_deps *dp, const ps_it_eval *ev)
