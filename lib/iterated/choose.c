@@ -260,7 +260,8 @@ static void estimate(const ps_iter_plan *base, const ps_it_deps *dp, const model
     ev->far_bytes = far_all;
     ev->balance = bal_w;
     ev->tasks = tasks_band;
-    ev->cost = t_far + (ev->ws_level == 3 ? fmax(t_comp, t_near) : t_comp + t_near) + t_sync; /* see the top */
+    /* an L3 stream overlaps the kernels; memory traffic does not (top of file) */
+    ev->cost = t_far + (ev->ws_level == 3 ? fmax(t_comp, t_near) : t_comp + t_near) + t_sync;
 }
 
 void ps_iter_apply(ps_iter_plan *pl, const ps_it_deps *dp, const ps_it_eval *ev)

@@ -14,7 +14,6 @@
 #include "core/error.h"
 #include "plan/context_impl.h"
 
-
 /* Taps k, k + 1, k + 2 read x - 1, x, x + 1 of one row of one array. */
 static int triple_at(const ps_it_upd *U, int k, int nd)
 {
