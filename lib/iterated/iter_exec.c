@@ -75,31 +75,50 @@ static void compute_box(const ps_iter_plan *pl, int a, const ps_it_box *bx, cons
         for (int d = 0; d < xd && runs; d++) runs = s0->str[d] % 16 == 0 && dst->str[d] % 16 == 0;
         const uintptr_t out_align = ((uintptr_t)dst->base + (uintptr_t)doff * sizeof(float)) & 63;
         for (int k = 0; k < nt && runs; k++) runs = U->taps[k].off[xd] != 0 || ((uintptr_t)rowb[k] & 63) == out_align;
-        for (;;) {
-            int64_t rs = 0, rd = doff;
-            for (int d = 0; d < xd; d++) {
-                rs += c[d] * s0->str[d];
-                rd += c[d] * dst->str[d];
+        /* Strips of columns (pl->strip) when the box's rows are longer:
+         * the rows one output row reads stay in L1 for the next output row,
+         * which reads most of them again, so each input row comes from L2 or
+         * L3 once per strip instead of once per tap row. Inner boundaries
+         * where the output's vectors start, so only the first strip has a
+         * head. */
+        const int64_t n = x1 - x0;
+        const int64_t ns = pl->strip > 0 && n > pl->strip ? (n + pl->strip - 1) / pl->strip : 1;
+        const int64_t lead = (int64_t)((64 - out_align) & 63) / (int64_t)sizeof(float);
+        for (int64_t j = 1, xs = x0; xs < x1; j++) {
+            int64_t xe = x1;
+            if (j < ns) {
+                xe = x0 + lead + (n * j / ns - lead + 8) / 16 * 16;
+                if (xe <= xs || xe >= x1) continue;
             }
-            for (int k = 0; k < nt; k++) ptr[k] = rowb[k] + rs;
-            if (runs) {
-                /* one row pointer per run member: a triple's middle tap */
-                const float *ctr[PS_SUM_RUNS_MAX_TAPS];
-                int r = 0, k = 0;
-                for (; k < U->run_s0; k++) ctr[r++] = ptr[k];
-                for (int j = 0; j < U->run_n3; j++, k += 3) ctr[r++] = ptr[k + 1];
-                for (; k < nt; k++) ctr[r++] = ptr[k];
-                pl->k->sum_runs(dst->base + rd, x1 - x0, ctr, U->run_s0, U->run_n3, U->run_s1, U->w, U->constant);
-            } else {
-                pl->k->sum_disjoint(dst->base + rd, x1 - x0, ptr, U->w, nt, U->constant);
+            for (int d = 0; d < xd; d++) c[d] = bx->a[d];
+            for (;;) {
+                int64_t rs = xs - x0, rd = doff + (xs - x0);
+                for (int d = 0; d < xd; d++) {
+                    rs += c[d] * s0->str[d];
+                    rd += c[d] * dst->str[d];
+                }
+                for (int k = 0; k < nt; k++) ptr[k] = rowb[k] + rs;
+                if (runs) {
+                    /* one row pointer per run member: a triple's middle tap */
+                    const float *ctr[PS_SUM_RUNS_MAX_TAPS];
+                    int r = 0, k = 0;
+                    for (; k < U->run_s0; k++) ctr[r++] = ptr[k];
+                    for (int q = 0; q < U->run_n3; q++, k += 3) ctr[r++] = ptr[k + 1];
+                    for (; k < nt; k++) ctr[r++] = ptr[k];
+                    pl->k->sum_runs(dst->base + rd, xe - xs, ctr, U->run_s0, U->run_n3, U->run_s1, U->w, U->constant);
+                } else {
+                    pl->k->sum_disjoint(dst->base + rd, xe - xs, ptr, U->w, nt, U->constant);
+                }
+                int d = xd - 1;
+                for (; d >= 0; d--) {
+                    if (++c[d] < bx->b[d]) break;
+                    c[d] = bx->a[d];
+                }
+                if (d < 0) break;
             }
-            int d = xd - 1;
-            for (; d >= 0; d--) {
-                if (++c[d] < bx->b[d]) break;
-                c[d] = bx->a[d];
-            }
-            if (d < 0) return;
+            xs = xe;
         }
+        return;
     }
     for (;;) {
         for (int k = 0; k < nt; k++) {

@@ -140,6 +140,7 @@ struct ps_iter_plan {
     int radius[PS_IT_MAX_DIMS];
     ps_it_upd upd[PS_ITER_MAX_ARRAYS];
     int max_taps;
+    int64_t strip;          /* columns per strip of a box's rows (0: whole rows), compute_box */
     char name[PS_ITER_MAX_ARRAYS][PS_ITER_NAME_MAX + 1];
 
     ps_iter_tiling tiling;

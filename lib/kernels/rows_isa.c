@@ -194,7 +194,7 @@ static inline __m512 lanes_from(__m512 hi, __m512 lo, const int k)
     return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo), k));
 }
 
-/* nv vectors (8 or 4) of sum_runs at out + i (aligned, as is every ctr
+/* nv vectors (8, 4, 2 or 1) of sum_runs at out + i (aligned, as is every ctr
  * row + i), n3 and nv constants where it is inlined: the accumulators, a
  * triple's row window of nv + 1 vectors and its three weights stay in
  * registers. win[k] holds triple k's lane before the block (only lane 15
@@ -236,54 +236,89 @@ static inline __attribute__((always_inline)) void runs_block(float *out, int64_t
     PS_UNROLL for (int v = 0; v < nv; v++) _mm512_store_ps(out + i + 16 * v, acc[v]);
 }
 
-/* sum_runs' blocks from i while their windows end inside the row: eight
- * vectors, then four; returns where they stop. */
-static inline __attribute__((always_inline)) int64_t runs_blocks(float *out, int64_t i, int64_t n,
-                                                                 const float *const *ctr, int s0, int s1,
-                                                                 const float *w, float init, const int n3)
+/* One vector of sum_runs at out + i (aligned), its lanes in `m` stored:
+ * every load masked to the columns the stored lanes read (a triple's row
+ * one column either side of them), so nothing outside the row's taps is
+ * touched, and the multiply-adds in runs_block's order. */
+static inline void runs_vec_masked(float *out, int64_t i, const float *const *ctr, int s0, int n3, int s1,
+                                   const float *w, float init, __mmask16 m)
 {
-    __m512 slide[PS_SUM_RUNS_MAX_TRIPLES][2];
-    PS_UNROLL for (int k = 0; k < n3; k++) {
-        const float *p = ctr[s0 + k] + i;
-        slide[k][0] = _mm512_maskz_loadu_ps((__mmask16)0x8000, p - 16); /* the rest of that line may lie before the row */
-        slide[k][1] = _mm512_load_ps(p);
+    const __mmask16 wide = (__mmask16)(m | (m << 1) | (m >> 1));
+    __m512 acc = _mm512_set1_ps(init);
+    int r = 0;
+    for (int k = 0; k < s0; k++, r++) acc = _mm512_fmadd_ps(_mm512_set1_ps(*w++), _mm512_maskz_load_ps(m, ctr[r] + i), acc);
+    for (int k = 0; k < n3; k++, r++) {
+        const float *p = ctr[r] + i;
+        const __m512 prev = _mm512_maskz_loadu_ps((__mmask16)((m & 1) << 15), p - 16);
+        const __m512 next = _mm512_maskz_loadu_ps((__mmask16)(m >> 15), p + 16);
+        const __m512 cur = _mm512_maskz_load_ps(wide, p);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(w[0]), lanes_from(cur, prev, 15), acc);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(w[1]), cur, acc);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(w[2]), lanes_from(next, cur, 1), acc);
+        w += 3;
     }
-    for (; i + 144 <= n; i += 128) runs_block(out, i, ctr, s0, s1, w, init, n3, 8, slide);
-    for (; i + 80 <= n; i += 64) runs_block(out, i, ctr, s0, s1, w, init, n3, 4, slide);
-    return i;
+    for (int k = 0; k < s1; k++, r++) acc = _mm512_fmadd_ps(_mm512_set1_ps(*w++), _mm512_maskz_load_ps(m, ctr[r] + i), acc);
+    _mm512_mask_store_ps(out + i, m, acc);
+}
+
+/* sum_runs from i (aligned) to the row's end e (columns relative to the
+ * aligned pointers): blocks of eight, four, two and one vectors while the vector
+ * after a block lies inside the columns a triple may read (up to e, the
+ * last output's right neighbour), then masked vectors. */
+static inline __attribute__((always_inline)) void runs_blocks(float *out, int64_t i, int64_t e, const float *const *ctr,
+                                                              int s0, int s1, const float *w, float init, const int n3)
+{
+    if (i + 16 + 15 <= e) {
+        __m512 slide[PS_SUM_RUNS_MAX_TRIPLES][2];
+        PS_UNROLL for (int k = 0; k < n3; k++) {
+            const float *p = ctr[s0 + k] + i;
+            slide[k][0] = _mm512_maskz_loadu_ps((__mmask16)0x8000, p - 16); /* the rest of that line may lie before the row */
+            slide[k][1] = _mm512_load_ps(p);
+        }
+        for (; i + 128 + 15 <= e; i += 128) runs_block(out, i, ctr, s0, s1, w, init, n3, 8, slide);
+        for (; i + 64 + 15 <= e; i += 64) runs_block(out, i, ctr, s0, s1, w, init, n3, 4, slide);
+        for (; i + 32 + 15 <= e; i += 32) runs_block(out, i, ctr, s0, s1, w, init, n3, 2, slide);
+        for (; i + 16 + 15 <= e; i += 16) runs_block(out, i, ctr, s0, s1, w, init, n3, 1, slide);
+    }
+    for (; i < e; i += 16) {
+        const int64_t left = e - i;
+        runs_vec_masked(out, i, ctr, s0, n3, s1, w, init, left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1));
+    }
 }
 #endif
 
 static void sum_runs_rows(float *restrict out, int64_t n, const float *const *ctr, int s0, int n3, int s1,
                           const float *w, float init)
 {
-    const float *src[PS_SUM_RUNS_MAX_TAPS];
-    int64_t i = 0;
 #if defined(__AVX512F__)
-    /* the head up to the first aligned store; then blocks of eight and of
-     * four vectors whose windows end inside the row (one vector past the
-     * block is read); the rest, or a row too short for a block, as one
-     * sum_disjoint */
-    int64_t head = (16 - (int64_t)(((uintptr_t)out / sizeof *out) & 15)) & 15;
-    int rows = s0 + n3 + s1, same = n3 >= 1 && n3 <= PS_SUM_RUNS_MAX_TRIPLES && head + 80 <= n;
+    /* From the aligned vector holding the first output on: a masked first
+     * vector where the row starts inside it, blocks, masked last vectors.
+     * Columns are counted from that vector's start (h lanes before out). */
+    const int64_t h = (int64_t)(((uintptr_t)out / sizeof *out) & 15);
+    int rows = s0 + n3 + s1, same = n3 >= 1 && n3 <= PS_SUM_RUNS_MAX_TRIPLES && n > 0;
     for (int r = 0; r < rows && same; r++) same = ((uintptr_t)ctr[r] & 63) == ((uintptr_t)out & 63);
     if (same) {
-        if (head) {
-            int nt = runs_taps(src, ctr, s0, n3, s1, 0);
-            sum_disjoint_rows(out, head, src, w, nt, init);
+        const float *c[PS_SUM_RUNS_MAX_TAPS];
+        for (int r = 0; r < rows; r++) c[r] = ctr[r] - h;
+        float *o = out - h;
+        const int64_t e = h + n;
+        int64_t i = 0;
+        if (h) {
+            const unsigned hi = e < 16 ? (1u << e) - 1 : 0xffffu;
+            runs_vec_masked(o, 0, c, s0, n3, s1, w, init, (__mmask16)(hi & ~((1u << h) - 1)));
+            i = 16;
         }
-        i = head;
         switch (n3) {
-        case 1: i = runs_blocks(out, i, n, ctr, s0, s1, w, init, 1); break;
-        case 2: i = runs_blocks(out, i, n, ctr, s0, s1, w, init, 2); break;
-        default: i = runs_blocks(out, i, n, ctr, s0, s1, w, init, 3); break;
+        case 1: runs_blocks(o, i, e, c, s0, s1, w, init, 1); break;
+        case 2: runs_blocks(o, i, e, c, s0, s1, w, init, 2); break;
+        default: runs_blocks(o, i, e, c, s0, s1, w, init, 3); break;
         }
+        return;
     }
 #endif
-    if (i < n) {
-        int nt = runs_taps(src, ctr, s0, n3, s1, i);
-        sum_disjoint_rows(out + i, n - i, src, w, nt, init);
-    }
+    const float *src[PS_SUM_RUNS_MAX_TAPS];
+    int nt = runs_taps(src, ctr, s0, n3, s1, 0);
+    sum_disjoint_rows(out, n, src, w, nt, init);
 }
 
 /* ------------------------------------------------------------- max/min */

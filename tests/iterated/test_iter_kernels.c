@@ -57,11 +57,17 @@ static void test_runs(const ps_row_kernels *k)
                     }
                     for (int j = 0; j < s1; j++) src[q++] = ctr[r++];
                     float *out1 = o1 + shift + misalign, *out2 = o2 + shift + misalign;
+                    for (int i = 0; i < CAP + 64; i++) o2[i] = -7.0f;
                     k->sum(out1, n, src, w, q, 1, 0.25f);
                     k->sum_runs(out2, n, ctr, s0, n3, s1, w, 0.25f);
                     TU_CHECK(!memcmp(out1, out2, (size_t)n * sizeof(float)),
                              "%s: sum_runs (%d, %d, %d) differs from sum, n %d, shift %d, misalign %d", k->isa, s0, n3, s1,
                              n, shift, misalign);
+                    /* nothing stored outside the row (its masked first and last vectors) */
+                    int outside = 0;
+                    for (int i = 0; i < CAP + 64; i++) outside += (o2 + i < out2 || o2 + i >= out2 + n) && o2[i] != -7.0f;
+                    TU_CHECK(!outside, "%s: sum_runs (%d, %d, %d) stored %d values outside the row, n %d, shift %d", k->isa, s0,
+                             n3, s1, outside, n, shift);
                 }
     free(rows);
     free(o1);

@@ -221,11 +221,54 @@ static void test_examples(ps_context *ctx)
         }
 }
 
+/* Rows longer than a strip (iter_plan.c: strip_columns): a context with a
+ * 1 KiB L1 cuts rows into strips of 128 columns; the benchmark stencils
+ * and random two- and three-dimensional descriptors with rows of hundreds
+ * of points, against step by step (which runs whole rows). */
+static ps_iter *random_iter_wide(void);
+static void test_strips(void)
+{
+    ps_context *ctx = NULL;
+    if (tu_context_with_caches(0, 1 << 10, 1 << 20, 32 << 20, &ctx)) {
+        TU_CHECK(0, "context with a 1 KiB L1: %s", ps_last_error_message());
+        return;
+    }
+    static const int64_t sizes[4][3] = {{1201, 1, 1}, {29, 611, 1}, {9, 11, 301}, {23, 517, 1}};
+    static const int64_t steps[4] = {5, 9, 5, 7};
+    for (int e = 1; e < 4; e++)
+        for (int b = 0; b < 2; b++) {
+            ps_iter *it = NULL;
+            ps_status st = ps_iter_create_example((ps_iter_example)e, sizes[e], (ps_iter_boundary)b, steps[e], &it);
+            TU_CHECK(!st, "example %d: %s", e, ps_last_error_message());
+            if (st) continue;
+            grid init;
+            if (!grid_alloc(&init, it)) {
+                cli_stencil_fill(it, init.a, 11 + (uint64_t)e);
+                check_all(ctx, it, &init, 1, 2);
+            }
+            grid_free(&init);
+            ps_iter_destroy(it);
+        }
+    for (int i = 0; i < 8; i++) {
+        ps_iter *it = random_iter_wide();
+        TU_CHECK(it != NULL, "wide random descriptor %d: %s", i, ps_last_error_message());
+        if (!it) continue;
+        grid init;
+        if (!grid_alloc(&init, it)) {
+            cli_stencil_fill(it, init.a, rnd());
+            check_all(ctx, it, &init, 1, (int)rint_in(1, 3));
+        }
+        grid_free(&init);
+        ps_iter_destroy(it);
+    }
+    ps_context_destroy(ctx);
+}
+
 /* A random descriptor: convex-ish weights (absolute sum at most 1) keep
  * values and errors bounded over the steps. */
-static ps_iter *random_iter(void)
+static ps_iter *random_iter_shaped(int wide)
 {
-    int nd = (int)rint_in(1, 3), periodic = (int)(rnd() & 1);
+    int nd = wide ? (int)rint_in(2, 3) : (int)rint_in(1, 3), periodic = (int)(rnd() & 1);
     int na = rnd() % 4 == 0 ? (int)rint_in(2, 3) : 1;
     int rad[3];
     for (int d = 0; d < nd; d++) rad[d] = rnd() % 5 == 0 ? 0 : (int)rint_in(1, 2);
@@ -235,6 +278,8 @@ static ps_iter *random_iter(void)
         int64_t lo = periodic ? 1 : 2 * rad[d] + 1;
         n[d] = rint_in(lo, lo + maxn[nd - 1]);
         if (rnd() % 6 == 0) n[d] = lo + (int64_t)(rnd() % 3);
+        /* a few rows of hundreds of points */
+        if (wide) n[d] = d == nd - 1 ? rint_in(200, 700) : rint_in(lo, lo + 8);
     }
     int64_t T = rnd() % 10 == 0 ? rint_in(0, 1) : rint_in(2, 14);
     ps_iter *it = NULL;
@@ -274,6 +319,9 @@ static ps_iter *random_iter(void)
     }
     return it;
 }
+
+static ps_iter *random_iter(void) { return random_iter_shaped(0); }
+static ps_iter *random_iter_wide(void) { return random_iter_shaped(1); }
 
 static void test_random(ps_context *ctx, int count)
 {
@@ -490,6 +538,7 @@ int main(void)
     test_concurrent(ctx);
     test_examples(ctx);
     test_random(ctx, n);
+    test_strips();
     ps_context_destroy(ctx);
     printf("test_iterated: %d random descriptors, %.1f s\n", n, (cli_now_ms() - t0) / 1e3);
     return tu_finish("test_iterated");
