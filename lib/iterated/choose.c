@@ -19,7 +19,11 @@
  *           streams through the level that holds it on every step;
  *   balance tasks per band (per split phase) over the threads, 002's t2:
  *           a last partial round leaves threads idle;
- *   t_sync  a barrier per band (per phase).
+ *   t_sync  a barrier per band (per phase), and the wait at it: with
+ *           dynamic scheduling the threads finish their last tasks up to a
+ *           task apart (tasks differ, a core is briefly taken away), half a
+ *           task's time on average, so a few large tasks per thread scale
+ *           worse than many small ones.
  *   cost = t_far + (t_comp + t_near) / balance + t_sync, where a task's
  *   working set lies in L3: t_far + max(t_comp, t_near) / balance + t_sync
  *   (the hardware prefetchers stream L3 lines while the row kernels work;
@@ -242,7 +246,9 @@ static void estimate(const ps_iter_plan *base, const ps_it_deps *dp, const model
         }
         double bw_near = ev->ws_level == 3 ? M->bw_l3 : M->cm.bandwidth;
         t_far += nb * far / bw_far;
-        t_comp += nb * (flops / rate + (rows * na * COST_ROW + tasks * COST_TASK) / M->threads) / bal;
+        const double comp_band = (flops / rate + (rows * na * COST_ROW + tasks * COST_TASK) / M->threads) / bal;
+        t_comp += nb * comp_band;
+        if (M->threads > 1 && tasks > 0) t_sync += nb * phases * 0.5 * comp_band * M->threads / tasks;
         t_near += nb * near / bw_near / bal;
         t_sync += nb * phases * COST_BARRIER;
         comp_all += nb * comp;
