@@ -314,7 +314,8 @@ static void run_ov_task(const ps_iter_plan *pl, float *const (*g)[2], int cur, i
     memset(&tk, 0, sizeof tk);
     tk.pl = pl;
     tk.tau = tau;
-    for (int d = nd - 1; d >= 0; d--) {
+    /* along dimension 0 first, as run_split_task */
+    for (int d = 0; d < nd; d++) {
         tk.k[d] = task_no % pl->dim[d].ntiles;
         task_no /= pl->dim[d].ntiles;
     }
@@ -395,7 +396,13 @@ static void run_split_task(const ps_iter_plan *pl, float *const (*g)[2], int cur
     int q = 0;
     while (q + 1 < ph->n_masks && task_no >= ph->count[q]) task_no -= ph->count[q++];
     tk.mask = ph->mask[q];
-    for (int d = nd - 1; d >= 0; d--) {
+    /* Task numbers run along dimension 0 first: the threads take
+     * consecutive numbers, so tasks running at once lie in different rows
+     * (planes). Numbered along the rows first, two tiles side by side in
+     * the same rows ran at once and two threads went no faster than one
+     * (heat-2d, tiles 64 x 2000: 190 ms on 2 threads, 180 on 1; 94 ms
+     * numbered this way). */
+    for (int d = 0; d < nd; d++) {
         const ps_it_dim *D = &pl->dim[d];
         int64_t nk = D->kind != PS_ITD_SPLIT ? 1 : (tk.mask >> d) & 1 ? ps_it_n_inverted(D) : D->ntiles;
         tk.k[d] = task_no % nk;
