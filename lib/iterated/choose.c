@@ -23,7 +23,8 @@
  *           dynamic scheduling the threads finish their last tasks up to a
  *           task apart (tasks differ, a core is briefly taken away), half a
  *           task's time on average, so a few large tasks per thread scale
- *           worse than many small ones.
+ *           worse than many small ones; not for tasks of a few tens of
+ *           microseconds, which finish together.
  *   cost = t_far + (t_comp + t_near) / balance + t_sync, where a task's
  *   working set lies in L3: t_far + max(t_comp, t_near) / balance + t_sync
  *   (the hardware prefetchers stream L3 lines while the row kernels work;
@@ -50,6 +51,10 @@
 #define COST_ROW 4e-8
 #define COST_TASK 1e-6
 #define COST_BARRIER 3e-6
+/* Tasks shorter than this finish together when their threads start
+ * together (the barrier before them): what desynchronizes threads (a core
+ * taken away for a while) rarely falls inside one. */
+#define TASK_DESYNC 5e-5
 
 typedef struct model {
     ps_cost_model cm;
@@ -248,7 +253,8 @@ static void estimate(const ps_iter_plan *base, const ps_it_deps *dp, const model
         t_far += nb * far / bw_far;
         const double comp_band = (flops / rate + (rows * na * COST_ROW + tasks * COST_TASK) / M->threads) / bal;
         t_comp += nb * comp_band;
-        if (M->threads > 1 && tasks > 0) t_sync += nb * phases * 0.5 * comp_band * M->threads / tasks;
+        const double task_s = tasks > 0 ? comp_band * M->threads / tasks : 0;
+        if (M->threads > 1 && task_s > TASK_DESYNC) t_sync += nb * phases * 0.5 * task_s;
         t_near += nb * near / bw_near / bal;
         t_sync += nb * phases * COST_BARRIER;
         comp_all += nb * comp;
