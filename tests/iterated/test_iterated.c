@@ -201,11 +201,11 @@ static void check_all(ps_context *ctx, const ps_iter *it, const grid *init, int 
     grid_free(&res);
 }
 
-static void test_examples(ps_context *ctx)
+/* The four benchmark stencils from `first` on, both boundaries, every
+ * tiling against step by step. */
+static void run_examples(ps_context *ctx, const int64_t (*sizes)[3], const int64_t *steps, int first, uint64_t seed)
 {
-    static const int64_t sizes[4][3] = {{1201, 1, 1}, {67, 93, 1}, {19, 23, 17}, {45, 71, 1}};
-    static const int64_t steps[4] = {37, 13, 7, 11};
-    for (int e = 0; e < 4; e++)
+    for (int e = first; e < 4; e++)
         for (int b = 0; b < 2; b++) {
             ps_iter *it = NULL;
             ps_status st = ps_iter_create_example((ps_iter_example)e, sizes[e], (ps_iter_boundary)b, steps[e], &it);
@@ -213,7 +213,7 @@ static void test_examples(ps_context *ctx)
             if (st) continue;
             grid init;
             if (!grid_alloc(&init, it)) {
-                cli_stencil_fill(it, init.a, 7 + (uint64_t)e);
+                cli_stencil_fill(it, init.a, seed + (uint64_t)e);
                 check_all(ctx, it, &init, 1, 2);
             }
             grid_free(&init);
@@ -221,11 +221,19 @@ static void test_examples(ps_context *ctx)
         }
 }
 
+static void test_examples(ps_context *ctx)
+{
+    static const int64_t sizes[4][3] = {{1201, 1, 1}, {67, 93, 1}, {19, 23, 17}, {45, 71, 1}};
+    static const int64_t steps[4] = {37, 13, 7, 11};
+    run_examples(ctx, sizes, steps, 0, 7);
+}
+
 /* Rows longer than a strip (iter_plan.c: strip_columns): a context with a
  * 1 KiB L1 cuts rows into strips of 128 columns; the benchmark stencils
  * and random two- and three-dimensional descriptors with rows of hundreds
  * of points, against step by step (which runs whole rows). */
 static ps_iter *random_iter_wide(void);
+static void test_random_from(ps_context *ctx, int count, ps_iter *(*make)(void));
 static void test_strips(void)
 {
     ps_context *ctx = NULL;
@@ -235,32 +243,8 @@ static void test_strips(void)
     }
     static const int64_t sizes[4][3] = {{1201, 1, 1}, {29, 611, 1}, {9, 11, 301}, {23, 517, 1}};
     static const int64_t steps[4] = {5, 9, 5, 7};
-    for (int e = 1; e < 4; e++)
-        for (int b = 0; b < 2; b++) {
-            ps_iter *it = NULL;
-            ps_status st = ps_iter_create_example((ps_iter_example)e, sizes[e], (ps_iter_boundary)b, steps[e], &it);
-            TU_CHECK(!st, "example %d: %s", e, ps_last_error_message());
-            if (st) continue;
-            grid init;
-            if (!grid_alloc(&init, it)) {
-                cli_stencil_fill(it, init.a, 11 + (uint64_t)e);
-                check_all(ctx, it, &init, 1, 2);
-            }
-            grid_free(&init);
-            ps_iter_destroy(it);
-        }
-    for (int i = 0; i < 8; i++) {
-        ps_iter *it = random_iter_wide();
-        TU_CHECK(it != NULL, "wide random descriptor %d: %s", i, ps_last_error_message());
-        if (!it) continue;
-        grid init;
-        if (!grid_alloc(&init, it)) {
-            cli_stencil_fill(it, init.a, rnd());
-            check_all(ctx, it, &init, 1, (int)rint_in(1, 3));
-        }
-        grid_free(&init);
-        ps_iter_destroy(it);
-    }
+    run_examples(ctx, sizes, steps, 1, 11);
+    test_random_from(ctx, 8, random_iter_wide);
     ps_context_destroy(ctx);
 }
 
@@ -323,10 +307,10 @@ static ps_iter *random_iter_shaped(int wide)
 static ps_iter *random_iter(void) { return random_iter_shaped(0); }
 static ps_iter *random_iter_wide(void) { return random_iter_shaped(1); }
 
-static void test_random(ps_context *ctx, int count)
+static void test_random_from(ps_context *ctx, int count, ps_iter *(*make)(void))
 {
     for (int i = 0; i < count; i++) {
-        ps_iter *it = random_iter();
+        ps_iter *it = make();
         TU_CHECK(it != NULL, "random descriptor %d: %s", i, ps_last_error_message());
         if (!it) continue;
         grid init;
@@ -338,6 +322,8 @@ static void test_random(ps_context *ctx, int count)
         ps_iter_destroy(it);
     }
 }
+
+static void test_random(ps_context *ctx, int count) { test_random_from(ctx, count, random_iter); }
 
 /* Split tiling does no redundant work; overlapped tiles do, exactly as
  * many points as their trapezoids hold. heat1d, 1000 points (998 interior),
