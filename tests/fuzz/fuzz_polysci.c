@@ -12,6 +12,9 @@
  *   5  graph  stage-graph builder calls (every stage kind, outputs, regions,
  *            expressions), plan options, and for small graphs planning and
  *            execution compared with the double reference of tests/graph
+ *   6  iter   an iterated stencil (grid, boundary, steps, arrays, taps) and
+ *            plan options; for small ones every forced tiling and the model's
+ *            choice executed and compared with step by step, bit for bit
  * Fields are decoded so that most inputs are small valid shapes (planned,
  * packed, executed and compared with the double reference of tests/) and
  * some carry out-of-range or extreme values (which must be rejected with an
@@ -1201,6 +1204,163 @@ static void fuzz_graph(rd *r)
     ps_graph_destroy(g);
 }
 
+/* ---------------------------------------------------- iterated stencils */
+
+#define FUZZ_ITER_MAX_UPDATES (1 << 19) /* point updates of one execution */
+
+static void fuzz_iter_options(rd *r, ps_iter_options *o)
+{
+    ps_iter_options_init(o);
+    o->num_threads = (int)(u8(r) % 4);
+    o->tiling = (ps_iter_tiling)enum_field(r, 5);
+    o->band = u8(r) < 160 ? 0 : size_field(r, 20);
+    for (int d = 0; d < PS_ITER_MAX_DIMS; d++) o->tile[d] = u8(r) < 160 ? 0 : size_field(r, 40);
+    o->skew_width = u8(r) < 200 ? 0 : size_field(r, 40);
+}
+
+/* Executes plan p on a copy of init (n floats per array) into out: with
+ * execute's own workspace or the caller's (how bit 0); bit 1 first passes a
+ * misaligned one, which must be refused with nothing written. */
+static ps_status iter_run(const ps_iter_plan *p, int na, size_t n, float *const *init, float **out, uint8_t how)
+{
+    size_t ws_bytes = 0;
+    ps_status st = ps_iter_plan_workspace_size(p, &ws_bytes);
+    if (st) BUG("iter workspace_size: %s", ps_last_error_message());
+    for (int a = 0; a < na; a++) memcpy(out[a], init[a], n * sizeof(float));
+    char *ws = how & 3 ? aligned_alloc(64, (ws_bytes + 64 + 63) / 64 * 64) : NULL;
+    if (how & 2) {
+        prime();
+        st = ps_iter_execute(p, out, ws + 4);
+        if (st != PS_ERR_INVALID_ARG) BUG("iter execute with a misaligned workspace -> %s", ps_status_str(st));
+        expect_message(st, "ps_iter_execute");
+        for (int a = 0; a < na; a++)
+            if (memcmp(out[a], init[a], n * sizeof(float))) BUG("iter execute refused a workspace but wrote array %d", a);
+    }
+    prime();
+    st = ps_iter_execute(p, out, how & 1 ? ws : NULL);
+    expect_message(st, "ps_iter_execute");
+    free(ws);
+    return st;
+}
+
+static void fuzz_iter(rd *r)
+{
+    const int ndim = (int)(u8(r) % 5) - (u8(r) < 250 ? 0 : 1); /* 0 and 4: invalid */
+    int64_t n[PS_ITER_MAX_DIMS] = {1, 1, 1};
+    static const int64_t cap[3] = {300, 40, 14};
+    for (int d = 0; d < PS_ITER_MAX_DIMS && d < (ndim > 0 ? ndim : 0); d++) n[d] = size_field(r, cap[ndim > 3 ? 2 : ndim - 1]);
+    const ps_iter_boundary bd = (ps_iter_boundary)enum_field(r, 2);
+    const int64_t steps = u8(r) < 240 ? (int64_t)(u8(r) % 12) : size_field(r, 100);
+    ps_iter *it = (ps_iter *)r;
+    prime();
+    ps_status st = ps_iter_create(ndim, n, bd, steps, &it);
+    expect_message(st, "ps_iter_create");
+    if ((st == PS_SUCCESS) != (it != NULL)) BUG("iter_create status/out mismatch");
+    if (st) return;
+    const int na = 1 + (int)(u8(r) % 4); /* 4: one more than PS_ITER_MAX_ARRAYS allows? checked by the library */
+    for (int a = 0; a < na; a++) {
+        int id = -1;
+        prime();
+        st = ps_iter_add_array(it, u8(r) < 250 ? NULL : "", &id);
+        expect_message(st, "ps_iter_add_array");
+    }
+    ps_iter_info info = {.struct_size = sizeof info};
+    if (ps_iter_get_info(it, &info)) BUG("iter_get_info: %s", ps_last_error_message());
+    const int n_updates = info.n_arrays + (u8(r) < 250 ? 0 : 1); /* one past the last array: refused */
+    for (int a = 0; a < n_updates; a++) {
+        ps_iter_tap taps[PS_ITER_MAX_TAPS + 1];
+        const int nt = u8(r) < 250 ? 1 + (int)(u8(r) % 9) : (int)(u8(r) % (PS_ITER_MAX_TAPS + 2));
+        double wsum = 0;
+        for (int k = 0; k < nt; k++) {
+            taps[k].array = u8(r) < 250 ? (int)(u8(r) % (unsigned)(info.n_arrays > 0 ? info.n_arrays : 1)) : (int)(int8_t)u8(r);
+            for (int d = 0; d < PS_ITER_MAX_DIMS; d++)
+                taps[k].offset[d] = d < ndim ? (u8(r) < 245 ? (int)(u8(r) % 5) - 2 : (int)(int8_t)u8(r)) : 0;
+            taps[k].weight = graph_float(r);
+            wsum += fabs((double)taps[k].weight);
+        }
+        /* keep values bounded over the steps where the weights allow it */
+        if (wsum > 1 && isfinite(wsum))
+            for (int k = 0; k < nt; k++) taps[k].weight = (float)(taps[k].weight / wsum);
+        prime();
+        st = ps_iter_set_update(it, a, nt, taps, u8(r) < 200 ? 0.0f : graph_float(r));
+        expect_message(st, "ps_iter_set_update");
+    }
+    ps_iter_options o;
+    fuzz_iter_options(r, &o);
+    const uint8_t how = u8(r);
+    if (ps_iter_get_info(it, &info)) BUG("iter_get_info: %s", ps_last_error_message());
+    const double npts_d = (double)info.n[0] * (double)info.n[1] * (double)info.n[2];
+    const size_t npts = npts_d <= FUZZ_MAX_ELEMS ? (size_t)npts_d : 0;
+    const double work = (double)info.updated_points * (double)(info.steps > 0 ? info.steps : 0) * info.n_arrays;
+    /* the options as decoded: planned (or refused with a message) and described */
+    ps_iter_plan *p0 = (ps_iter_plan *)r;
+    prime();
+    st = ps_iter_plan_create(g_ctx, it, &o, &p0);
+    expect_message(st, "ps_iter_plan_create");
+    if ((st == PS_SUCCESS) != (p0 != NULL)) BUG("iter plan_create status/plan mismatch");
+    if (p0) {
+        char small[24];
+        size_t need = 0;
+        const ps_status ds = ps_iter_plan_describe(p0, small, sizeof small, &need);
+        if (ds != PS_SUCCESS && ds != PS_ERR_BUFFER_TOO_SMALL) BUG("iter describe: %s", ps_last_error_message());
+    }
+    ps_iter_plan_destroy(p0);
+    ps_iter_options so;
+    ps_iter_options_init(&so);
+    so.tiling = PS_ITER_TILING_STEP;
+    ps_iter_plan *step = NULL;
+    st = ps_iter_plan_create(g_ctx, it, &so, &step); /* fails where the descriptor does */
+    if (g_verbose)
+        fprintf(stderr, "fuzz: iter %dD %lld x %lld x %lld, boundary %d, T %lld, %d arrays, tiling %d band %lld: step plan %s%s\n",
+                ndim, (long long)info.n[0], (long long)info.n[1], (long long)info.n[2], (int)bd, (long long)info.steps,
+                info.n_arrays, (int)o.tiling, (long long)o.band, ps_status_str(st),
+                st || npts == 0 || work > FUZZ_ITER_MAX_UPDATES ? "" : ", every tiling compared");
+    if (st || npts == 0 || work > FUZZ_ITER_MAX_UPDATES || info.n_arrays < 1) {
+        ps_iter_plan_destroy(step);
+        ps_iter_destroy(it);
+        return;
+    }
+    /* the reference: step by step; then the decoded options, and each tiling with the model's sizes */
+    float *init[PS_ITER_MAX_ARRAYS], *ref[PS_ITER_MAX_ARRAYS], *got[PS_ITER_MAX_ARRAYS];
+    for (int a = 0; a < info.n_arrays; a++) {
+        init[a] = malloc(npts * sizeof(float));
+        ref[a] = malloc(npts * sizeof(float));
+        got[a] = malloc(npts * sizeof(float));
+        for (size_t i = 0; i < npts; i++) init[a][i] = rnd();
+    }
+    if ((st = iter_run(step, info.n_arrays, npts, init, ref, how))) BUG("iter step execute: %s", ps_last_error_message());
+    for (int t = -1; t <= (int)PS_ITER_TILING_HYBRID; t++) {
+        ps_iter_options ot = o;
+        if (t >= 0) {
+            ps_iter_options_init(&ot);
+            ot.tiling = (ps_iter_tiling)t;
+            ot.num_threads = o.num_threads;
+        }
+        ps_iter_plan *p = NULL;
+        prime();
+        st = ps_iter_plan_create(g_ctx, it, &ot, &p);
+        expect_message(st, "ps_iter_plan_create");
+        if (st == PS_ERR_INVALID_ARG && t < 0) continue; /* forced sizes a layout cannot take */
+        if (st) BUG("iter plan (tiling %d) of a plannable stencil: %s", t, ps_last_error_message());
+        if ((st = iter_run(p, info.n_arrays, npts, init, got, (uint8_t)(how >> 2)))) BUG("iter execute: %s", ps_last_error_message());
+        for (int a = 0; a < info.n_arrays; a++)
+            if (memcmp(ref[a], got[a], npts * sizeof(float))) {
+                size_t i = 0;
+                while (i < npts && !memcmp(&ref[a][i], &got[a][i], sizeof(float))) i++;
+                BUG("iter tiling %d (asked %d) differs from step by step: array %d element %zu: %.9g vs %.9g", (int)ot.tiling, t,
+                    a, i, (double)got[a][i], (double)ref[a][i]);
+            }
+        ps_iter_plan_destroy(p);
+    }
+    for (int a = 0; a < info.n_arrays; a++) {
+        free(init[a]);
+        free(ref[a]);
+        free(got[a]);
+    }
+    ps_iter_plan_destroy(step);
+    ps_iter_destroy(it);
+}
+
 /* ------------------------------------------------------------ entry points */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -1230,13 +1390,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 1099511628211ull;
     g_rng = h;
     rd r = {data + 1, size - 1};
-    switch (data[0] % 6) {
+    switch (data[0] % 7) {
     case 0: fuzz_op(&r, 0); break;
     case 1: fuzz_op(&r, 1); break;
     case 2: import_checked(g_ctx, (const char *)data + 1, size - 1, "import(raw)"); break;
     case 3: fuzz_wisdom_framed(&r); break;
     case 4: fuzz_schedule_text(&r); break;
     case 5: fuzz_graph(&r); break;
+    case 6: fuzz_iter(&r); break;
     }
     return 0;
 }

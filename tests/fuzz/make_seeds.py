@@ -120,6 +120,28 @@ seeds["graph_select_broadcast_dp"] = graph(select, 4, fusion=0, threads=2)
 
 head = b"polysci-wisdom 1 0.1.0\nmachine some-other-cpu;cores=2;L1=32768\n" + body
 seeds["wisdom_raw_other_machine"] = bytes([2]) + head + b"checksum %016x\n" % fnv(head)
+# Iterated stencils (mode 6): grid, boundary, steps, arrays, taps, plan options (fuzz_iter).
+def it_tap(array, offs, w):
+    return bytes([0, array]) + b"".join(bytes([0, o + 2]) for o in offs) + fl(w)
+def it_stencil(n, taps_per_array, boundary=0, T=5, threads=1, tiling=0, how=0):
+    nd = len(n)
+    b = bytes([6, nd, 0]) + b"".join(sz(v) for v in n) + en(boundary) + bytes([0, T])
+    b += bytes([len(taps_per_array) - 1]) + bytes([0]) * len(taps_per_array) + bytes([0])
+    for taps in taps_per_array:
+        b += bytes([0, len(taps) - 1]) + b"".join(it_tap(*t) for t in taps) + bytes([0])
+    return b + bytes([threads]) + en(tiling) + bytes([0, 0, 0, 0, 0, how])
+
+seeds["iter_heat1d"] = it_stencil([250], [[(0, [-1], 0.5), (0, [0], 0.5), (0, [1], 0.5)]], T=9, threads=2)
+seeds["iter_heat2d_periodic"] = it_stencil([13, 37], [[(0, [-1, 0], 0.5), (0, [0, -1], 0.5), (0, [0, 0], 1.0),
+                                                        (0, [0, 1], 0.5), (0, [1, 0], 0.5)]], boundary=1, T=7, how=7)
+seeds["iter_jacobi2d_split"] = it_stencil([11, 40], [[(0, [dy, dx], 0.5) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]],
+                                          T=6, threads=2, tiling=3, how=2)
+seeds["iter_heat3d_hybrid"] = it_stencil([6, 7, 12], [[(0, [-1, 0, 0], 0.5), (0, [0, -1, 0], 0.5), (0, [0, 0, -1], 0.5),
+                                                        (0, [0, 0, 0], 1.0), (0, [0, 0, 1], 0.5), (0, [0, 1, 0], 0.5),
+                                                        (0, [1, 0, 0], 0.5)]], T=4, tiling=4)
+seeds["iter_coupled"] = it_stencil([9, 21], [[(1, [0, -1], 0.5), (0, [1, 1], -0.25)], [(0, [-2, 0], 1.5), (1, [0, 2], 0.5)]],
+                                   T=8, threads=3, tiling=2, how=1)
+
 for name, data in seeds.items():
     with open(os.path.join(out, name), "wb") as f:
         f.write(data)
