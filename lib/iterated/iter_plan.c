@@ -205,8 +205,9 @@ ps_status ps_iter_plan_create(ps_context *ctx, const ps_iter *it, const ps_iter_
     }
     if (!st) st = ps_iter_choose(pl, &deps, opts, &pl->ev, &pl->why);
     if (!st) ps_iter_apply(pl, &deps, &pl->ev);
-    /* Step by step streams every row from memory: shorter streams would
-     * only cost the prefetchers (twice the strips measured 35% slower). */
+    /* Step by step streams every row from memory, where shorter streams
+     * only cost the prefetchers (heat-2d step by step in strips: 290 ->
+     * 395 ms). */
     if (!st && pl->tiling != PS_ITER_TILING_STEP) pl->strip = strip_columns(pl, ps_machine_cache_bytes(&ctx->machine, 1));
     ps_iter_deps_release(&deps);
     if (!st) {
