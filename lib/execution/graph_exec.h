@@ -102,6 +102,9 @@ typedef struct ps_gx_stage {
     int slice_of;
     int64_t slice_c0;
     int sliced_inputs;     /* a concatenation: how many of its inputs write their slices themselves */
+    /* its stored tensor lives in memory (ps_tensor_in_memory): readers
+     * request its rows ahead of their first read */
+    int prefetch;
     /* stencil rows: the distinct dy of the taps, and each tap's row */
     int n_rows;
     int *row_dy;
@@ -130,6 +133,12 @@ struct ps_graph_plan {
     int n_groups;
     ps_gx_group *groups;
     const ps_row_kernels *k;
+    /* Columns per row-kernel call where the rows of a tensor in memory are
+     * requested ahead (ps_gx_stage.prefetch): L1 / 64 (512 with 32 KiB), so
+     * a piece's input rows of a 5-row stencil take a third of L1 and its
+     * requests for the next rows, 32 lines, stay under the core's
+     * outstanding misses and never stall the computation they overlap. */
+    int64_t prefetch_piece;
     size_t ws_tensor_floats;  /* tensors between groups */
     size_t thread_floats;     /* per thread: scratch, staging, temporaries */
     size_t staging_floats, temp_floats, regs_floats, fused_floats, zero_floats, boxes_floats;

@@ -43,15 +43,18 @@ void ps_cost_model_init(ps_cost_model *cm, const ps_machine *m, int threads)
 
 static double rat_d(const ps_rat *r) { return (double)r->num / (double)r->den; }
 
-/* Bytes/s at which stage S's tensor goes out to, or comes back from,
- * beyond the cores' L2: the last-level cache's bandwidth where the whole
- * tensor fits half of that cache (the other half for the weights and the
- * other tensors in flight), else memory's. */
-static double tensor_bandwidth(const ps_cost_model *cm, const ps_pstage *S)
+int ps_tensor_in_memory(const ps_cost_model *cm, const ps_pstage *S)
 {
     const double bytes = 4.0 * (double)S->n * (double)S->c * (double)S->need.h * (double)S->need.w;
-    return cm->llc_bytes && bytes <= 0.5 * (double)cm->llc_bytes && cm->llc_bandwidth > cm->bandwidth ? cm->llc_bandwidth
-                                                                                                       : cm->bandwidth;
+    return !cm->llc_bytes || bytes > 0.5 * (double)cm->llc_bytes;
+}
+
+/* Bytes/s at which stage S's tensor goes out to, or comes back from,
+ * beyond the cores' L2: the last-level cache's bandwidth where it stays
+ * there, else memory's. */
+static double tensor_bandwidth(const ps_cost_model *cm, const ps_pstage *S)
+{
+    return !ps_tensor_in_memory(cm, S) && cm->llc_bandwidth > cm->bandwidth ? cm->llc_bandwidth : cm->bandwidth;
 }
 
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }

@@ -53,6 +53,11 @@ typedef struct ps_cost_model {
 /* The model for machine m and `threads` threads. */
 void ps_cost_model_init(ps_cost_model *cm, const ps_machine *m, int threads);
 
+/* Whether stage S's stored tensor lives in memory rather than the
+ * last-level cache: it takes more than half of that cache (the other half
+ * for the weights and the other tensors in flight). */
+int ps_tensor_in_memory(const ps_cost_model *cm, const ps_pstage *S);
+
 typedef struct ps_group_eval {
     int legal;
     char why[192];

@@ -885,6 +885,8 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
         ps_cost_model_init(&cm, &ctx->machine, pl->nthreads);
         cm.force_ty = opts->tile_h;
         cm.force_tx = opts->tile_w;
+        for (int s = 0; s < p->n; s++) pl->xs[s].prefetch = ps_tensor_in_memory(&cm, &p->st[s]);
+        pl->prefetch_piece = (int64_t)(cm.cache[0] / 64) < 16 ? 16 : (int64_t)(cm.cache[0] / 64);
         fs = ictx ? ps_fusion_state_create(ictx, p, &cm) : NULL;
         if (!fs) st = ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);
     }

@@ -801,6 +801,141 @@ static void test_engine(ps_context *ctx)
     free(y);
 }
 
+/* Planar channel mixes with more input channels than a stencil has taps
+ * (PS_STENCIL_MAX_TAPS): the executor sums them in blocks. Fed by an input
+ * (rows read in place) and by a pointwise stage (rows in a ring or fused),
+ * every fusion mode, against the double reference; NaN-filled outputs. */
+static void test_wide_mix(ps_context *ctx)
+{
+    static const int64_t Cs[] = {PS_STENCIL_MAX_TAPS, PS_STENCIL_MAX_TAPS + 1, 3 * PS_STENCIL_MAX_TAPS + 50};
+    static const ps_fusion modes[] = {PS_FUSION_NONE, PS_FUSION_GREEDY, PS_FUSION_DP};
+    for (size_t ci = 0; ci < sizeof Cs / sizeof *Cs; ci++)
+        for (int via = 0; via < 2; via++) {
+            const int64_t C = Cs[ci], H = 5, W = 19, K = 3;
+            ps_graph *g = new_graph();
+            ps_tensor in, t;
+            TU_OK(ps_graph_add_input(g, "in", 1, H, W, C, PS_LAYOUT_NCHW, &in));
+            t = in;
+            if (via) {
+                ps_expr *e = ps_expr_binary(PS_EXPR_MUL, ps_expr_input(0), ps_expr_const(0.5f));
+                TU_OK(ps_graph_add_pointwise(g, "half", e, 1, &in, &t));
+                ps_expr_free(e);
+            }
+            float *w = malloc((size_t)(K * C) * sizeof *w), bias[3] = {0.25f, -1.0f, 2.0f};
+            for (int64_t i = 0; i < K * C; i++) w[i] = (float)((i * 7919) % 23 - 11) / 64.0f;
+            TU_OK(ps_graph_add_channel_mix(g, "wide", t, K, w, bias, &t));
+            free(w);
+            ps_stencil st;
+            ps_stencil_init(&st);
+            st.input = t;
+            st.n_taps = 3;
+            st.dy = DY3;
+            st.dx = DX3;
+            TU_OK(ps_graph_add_stencil(g, "b", &st, &t));
+            TU_OK(ps_graph_mark_output(g, t, PS_LAYOUT_NCHW));
+            const int64_t nin = gr_input_elems(g, 0), nout = gr_output_elems(g, 0);
+            float *x = malloc((size_t)nin * sizeof *x), *y = malloc((size_t)nout * sizeof *y);
+            for (int64_t i = 0; i < nin; i++) x[i] = (float)((i * 104729) % 201 - 100) / 100.0f;
+            const float *ins[1] = {x};
+            float *outs[1] = {y};
+            gr_eval ev;
+            TU_CHECK(!gr_eval_graph(g, ins, &ev), "wide mix C %lld: reference: %s", (long long)C, ev.msg);
+            for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+                ps_graph_options o;
+                ps_graph_options_init(&o);
+                o.fusion = modes[m];
+                ps_graph_plan *p = NULL;
+                TU_OK(ps_graph_plan_create(ctx, g, &o, &p));
+                if (!p) continue;
+                tu_fill(y, nout, NAN);
+                TU_OK(ps_graph_execute(p, ins, outs, NULL));
+                gr_cmp cmp;
+                gr_compare(g, &ev, 0, y, &cmp);
+                TU_CHECK(cmp.n_bad == 0, "wide mix C %lld (%s, fusion %d): %lld elements off, got %.9g want %.9g bound %.3g",
+                         (long long)C, via ? "from a stage" : "from the input", (int)modes[m], (long long)cmp.n_bad,
+                         cmp.bad_got, cmp.bad_want, cmp.bad_bound);
+                ps_graph_plan_destroy(p);
+            }
+            gr_eval_free(&ev);
+            free(x);
+            free(y);
+            ps_graph_destroy(g);
+        }
+}
+
+/* Rows of tensors in memory requested ahead, the row kernels called a piece
+ * of columns at a time: under caches so small that every tensor counts as
+ * in memory (pieces of 16 columns), stencils of column stride 1 and 2, a
+ * channel mix and a downsampling read wide rows of an input and of a
+ * tensor between groups; every fusion mode against the double reference. */
+static void test_prefetched_rows(void)
+{
+    ps_context *small = NULL;
+    if (tu_context_with_caches(0, 1 << 10, 2 << 10, 4 << 10, &small)) {
+        TU_CHECK(0, "context with 1 KiB L1: %s", ps_last_error_message());
+        return;
+    }
+    static const ps_fusion modes[] = {PS_FUSION_NONE, PS_FUSION_GREEDY, PS_FUSION_DP};
+    static const int dy9[9] = {-1, -1, -1, 0, 0, 0, 1, 1, 1}, dx9[9] = {-1, 0, 1, -1, 0, 1, -1, 0, 1};
+    static const float w9[9] = {0.0625f, 0.125f, 0.0625f, 0.125f, 0.25f, 0.125f, 0.0625f, 0.125f, 0.0625f};
+    for (int stride = 1; stride <= 2; stride++) {
+        const int64_t H = 11, W = 301, C = 3;
+        ps_graph *g = new_graph();
+        ps_tensor in, t, m;
+        TU_OK(ps_graph_add_input(g, "in", 1, H, W, C, PS_LAYOUT_NCHW, &in));
+        ps_stencil st;
+        ps_stencil_init(&st);
+        st.input = in;
+        st.n_taps = 9;
+        st.dy = dy9;
+        st.dx = dx9;
+        st.weights = w9;
+        st.stride_h = st.stride_w = stride;
+        TU_OK(ps_graph_add_stencil(g, "s", &st, &t));
+        const float mw[6] = {0.25f, 0.5f, 0.25f, -1.0f, 0.5f, 0.5f};
+        TU_OK(ps_graph_add_channel_mix(g, "m", t, 2, mw, NULL, &m));
+        TU_OK(ps_graph_add_resample(g, "d", m, PS_RESAMPLE_DOWN2_AVERAGE, PS_BOUNDARY_CLAMP, &t));
+        st.input = t;
+        st.stride_h = st.stride_w = 1;
+        TU_OK(ps_graph_add_stencil(g, "s2", &st, &t));
+        TU_OK(ps_graph_mark_output(g, t, PS_LAYOUT_NCHW));
+        TU_OK(ps_graph_mark_output(g, m, PS_LAYOUT_NCHW));
+        const int64_t nin = gr_input_elems(g, 0), n0 = gr_output_elems(g, 0), n1 = gr_output_elems(g, 1);
+        float *x = malloc((size_t)nin * sizeof *x), *y0 = malloc((size_t)n0 * sizeof *y0),
+              *y1 = malloc((size_t)n1 * sizeof *y1);
+        for (int64_t i = 0; i < nin; i++) x[i] = (float)((i * 104729) % 201 - 100) / 100.0f;
+        const float *ins[1] = {x};
+        float *outs[2] = {y0, y1};
+        gr_eval ev;
+        TU_CHECK(!gr_eval_graph(g, ins, &ev), "prefetched rows: reference: %s", ev.msg);
+        for (size_t mi = 0; mi < sizeof modes / sizeof *modes; mi++) {
+            ps_graph_options o;
+            ps_graph_options_init(&o);
+            o.fusion = modes[mi];
+            ps_graph_plan *p = NULL;
+            TU_OK(ps_graph_plan_create(small, g, &o, &p));
+            if (!p) continue;
+            tu_fill(y0, n0, NAN);
+            tu_fill(y1, n1, NAN);
+            TU_OK(ps_graph_execute(p, ins, outs, NULL));
+            for (int i = 0; i < 2; i++) {
+                gr_cmp cmp;
+                gr_compare(g, &ev, i, outs[i], &cmp);
+                TU_CHECK(cmp.n_bad == 0, "prefetched rows, stride %d, fusion %d, output %d: %lld elements off, got %.9g "
+                         "want %.9g bound %.3g", stride, (int)modes[mi], i, (long long)cmp.n_bad, cmp.bad_got,
+                         cmp.bad_want, cmp.bad_bound);
+            }
+            ps_graph_plan_destroy(p);
+        }
+        gr_eval_free(&ev);
+        free(x);
+        free(y0);
+        free(y1);
+        ps_graph_destroy(g);
+    }
+    ps_context_destroy(small);
+}
+
 /* Forced tile sizes: odd sides over an upsampling stage are rounded up to
  * what it needs (graph.h), a tile far larger than the image is clipped to it
  * (the workspace and scratch follow the image, not the tile), 2^24 is the
@@ -967,6 +1102,8 @@ int main(void)
         if (ctx) {
             test_engine(ctx);
             test_engine_tiles(ctx);
+            test_wide_mix(ctx);
+            test_prefetched_rows();
         }
         ps_context_destroy(ctx);
     } else {
