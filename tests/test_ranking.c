@@ -182,6 +182,76 @@ static void shape_statistics(ps_context *ctx)
     }
 }
 
+/* ps_rank_balance against hand-counted splits, and the static DNN choice
+ * (top_k 1) never taking a split below PS_PLANNER_MIN_BALANCE (0.9) where
+ * an even one exists. */
+static void balance(ps_context *ctx)
+{
+    /* N = 3, K = 29, 102 x 102 7x7 valid: OH = OW = 96 */
+    ps_desc d;
+    ps_desc_init_conv(&d);
+    d.u.conv.N = 3; d.u.conv.C = 15; d.u.conv.K = 29; d.u.conv.H = d.u.conv.W = 102;
+    d.u.conv.R = d.u.conv.S = 7;
+    ps_problem p;
+    TU_CHECK(ps_problem_of(&d, &p) == PS_SUCCESS, "problem: %s", ps_last_error_message());
+    static const struct {
+        const char *text;
+        int threads;
+        double want;
+    } cases[] = {
+        /* 3 band iterations (n) on 2 threads: 2 and 1 images, 3 / (2 * 2) */
+        {"29x96x15/1 : n* k* ow* c oh", 2, 0.75},
+        {"29x96x15/1 : n* k* ow* c oh", 3, 1.0},
+        {"29x96x15/1 : n* k* ow* c oh", 1, 1.0},
+        /* n x oh = 288 rows, 144 each */
+        {"29x96x15/1 : n* k* oh* ow* c", 2, 1.0},
+        /* 3 x 5 row blocks of 32, the last of 0 rows: 15 iterations, 12 with
+         * rows; 8 and 7 iterations hold 7 * 32 and 5 * 32 rows */
+        {"29x96x15/1 : n* oh:32* ow* c oh k", 2, 288.0 / (2 * 160.0)},
+        /* OW blocks of 80: 80 + 16 points; n* ow*: 6 iterations, a thread
+         * gets (80, 16, 80) and the other (16, 80, 16) */
+        {"29x80x15/1 : n* ow* k c oh", 2, 288.0 / (2 * 176.0)},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ps_schedule *s = NULL;
+        if (ps_schedule_parse(PS_OP_CONV_FWD, cases[i].text, &s) != PS_SUCCESS) {
+            TU_CHECK(0, "parse '%s': %s", cases[i].text, ps_last_error_message());
+            continue;
+        }
+        const double got = ps_rank_balance(&p, s, cases[i].threads);
+        TU_CHECK(fabs(got - cases[i].want) < 1e-12, "balance of '%s' on %d threads: %.6f, want %.6f", cases[i].text,
+                 cases[i].threads, got, cases[i].want);
+        ps_schedule_destroy(s);
+    }
+    /* the static DNN choice on 2 threads splits evenly where the ranking
+     * holds an even split (the first schedule above is even on none) */
+    ps_desc shapes[3] = {d, d, d};
+    shapes[1].u.conv.C = 9; shapes[1].u.conv.K = 39; shapes[1].u.conv.H = shapes[1].u.conv.W = 176;
+    shapes[1].u.conv.R = shapes[1].u.conv.S = 6;
+    shapes[1].u.conv.pad_top = shapes[1].u.conv.pad_bottom = shapes[1].u.conv.pad_left = shapes[1].u.conv.pad_right = 2;
+    shapes[2].u.conv.C = 9; shapes[2].u.conv.K = 4; shapes[2].u.conv.H = shapes[2].u.conv.W = 25;
+    shapes[2].u.conv.R = shapes[2].u.conv.S = 3; shapes[2].u.conv.pad_top = shapes[2].u.conv.pad_bottom = 1;
+    shapes[2].u.conv.pad_left = shapes[2].u.conv.pad_right = 1;
+    for (int si = 0; si < 3; si++) {
+        ps_plan_options o;
+        ps_plan_options_init(&o);
+        o.num_threads = 2;
+        o.ranker = PS_RANKER_DNN;
+        ps_plan *plan = NULL;
+        if (ps_plan_create(ctx, &shapes[si], &o, &plan) != PS_SUCCESS) {
+            TU_CHECK(0, "plan %d: %s", si, ps_last_error_message());
+            continue;
+        }
+        ps_problem q;
+        ps_problem_of(&shapes[si], &q);
+        char text[256];
+        ps_schedule_format(ps_plan_get_schedule(plan), PS_OP_CONV_FWD, text, sizeof text, NULL);
+        const double b = ps_rank_balance(&q, ps_plan_get_schedule(plan), 2);
+        TU_CHECK(b >= 0.9, "shape %d: the static DNN choice '%s' splits at balance %.3f", si, text, b);
+        ps_plan_destroy(plan);
+    }
+}
+
 static void cache(ps_context *ctx)
 {
     ps_desc d;
@@ -253,6 +323,7 @@ int main(void)
     deterministic(ctx, PS_RANKER_COST);
     deterministic(ctx, PS_RANKER_VOLUME);
     shape_statistics(ctx);
+    balance(ctx);
     cache(ctx);
     ps_context_destroy(ctx);
     api_caches();

@@ -80,6 +80,68 @@ void ps_rank_shape(const ps_problem *p, const ps_schedule *sched, int nthreads, 
     shape[PS_SHAPE_RED_STEPS] = (double)red;
 }
 
+double ps_rank_balance(const ps_problem *p, const ps_schedule *sched, int nthreads)
+{
+    const ps_stage *sg = &sched->stages[0];
+    int64_t ext[PS_DIM_COUNT], left[PS_DIM_COUNT], trips[PS_SCHEDULE_MAX_LOOPS], total = 1;
+    ps_tile_space_extents(p, &sg->kernel, ext);
+    memcpy(left, ext, sizeof left);
+    int np = 0;
+    for (; np < sg->n_loops && sg->loops[np].parallel; np++) total *= trips[np] = ps_loop_trips(&sg->loops[np], left);
+    const int64_t threads = nthreads < 1 ? 1 : nthreads, team = threads < total ? threads : total;
+    if (threads == 1 || total > PS_BALANCE_MAX_ITERS) return 1.0;
+    /* points per tile index: K and OW blocks hold up to m and n points
+     * (GEMM: M rows, N columns), the last one the rest */
+    int64_t pts_k, pts_ow;
+    if (p->desc.kind == PS_OP_GEMM) {
+        pts_k = p->desc.u.gemm.M;
+        pts_ow = p->desc.u.gemm.N;
+    } else {
+        pts_k = p->conv.K;
+        pts_ow = p->conv.OW;
+    }
+    double sum = 0.0, busiest = 0.0;
+    for (int64_t part = 0; part < team; part++) {
+        /* the executor's contiguous equal shares (ps_exec_part_range) */
+        const int64_t begin = total * part / team, end = total * (part + 1) / team;
+        double work = 0.0;
+        for (int64_t it = begin; it < end; it++) {
+            /* the box of iteration it, as ps_exec_band_box forms it */
+            int64_t idx[PS_SCHEDULE_MAX_LOOPS], lo[PS_DIM_COUNT] = {0}, hi[PS_DIM_COUNT];
+            memcpy(hi, ext, sizeof hi);
+            for (int64_t i = np - 1, r = it; i >= 0; i--) {
+                idx[i] = r % trips[i];
+                r /= trips[i];
+            }
+            int empty = 0;
+            for (int i = 0; i < np && !empty; i++) {
+                const ps_loop *l = &sg->loops[i];
+                const int64_t x = lo[l->dim] + idx[i] * l->tile;
+                empty = x >= hi[l->dim];
+                lo[l->dim] = x;
+                hi[l->dim] = hi[l->dim] < x + l->tile ? hi[l->dim] : x + l->tile;
+            }
+            if (empty) continue;
+            double w = 1.0;
+            for (int d = 0; d < PS_DIM_COUNT; d++) {
+                int64_t a = lo[d], b = hi[d];
+                if (d == PS_DIM_K) {
+                    a *= sg->kernel.m;
+                    b = b * sg->kernel.m < pts_k ? b * sg->kernel.m : pts_k;
+                } else if (d == PS_DIM_OW) {
+                    a *= sg->kernel.n;
+                    b = b * sg->kernel.n < pts_ow ? b * sg->kernel.n : pts_ow;
+                }
+                w *= (double)(b - a);
+            }
+            work += w;
+        }
+        sum += work;
+        if (work > busiest) busiest = work;
+    }
+    return busiest > 0.0 ? sum / ((double)threads * busiest) : 1.0;
+}
+
 static int by_cost(const void *pa, const void *pb)
 {
     const ps_ranked *a = pa, *b = pb;

@@ -44,6 +44,16 @@ void ps_rank_alg2(const ps_machine *m, int nthreads, const ps_analysis *a, doubl
  * on nthreads threads (<= 1: one). The executor splits the collapsed
  * parallel band into nthreads contiguous equal parts (lib/execution/run.c). */
 void ps_rank_shape(const ps_problem *p, const ps_schedule *sched, int nthreads, double shape[PS_SHAPE_COUNT]);
+/* How evenly the executor's split of the parallel band shares the work
+ * among nthreads threads: the points all threads compute over nthreads
+ * times what the busiest one computes (1: even; a band of fewer iterations
+ * than threads leaves threads idle and reads below 1). Unlike PS_SHAPE_PAR_EFF
+ * it weighs each band iteration by its points, so partial tiles at the
+ * ends of K and OW count for what they hold. Bands of more than
+ * PS_BALANCE_MAX_ITERS iterations are taken as even (their remainders are
+ * a small part of any share). */
+#define PS_BALANCE_MAX_ITERS 4096
+double ps_rank_balance(const ps_problem *p, const ps_schedule *sched, int nthreads);
 /* Eq. 1. */
 double ps_rank_eq1(const ps_machine *m, const double ws[PS_COST_LEVELS]);
 
