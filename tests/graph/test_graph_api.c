@@ -70,6 +70,18 @@ static ps_tensor info_of(const ps_graph *g, ps_tensor t, ps_tensor_info *info)
 
 static const int DY3[3] = {-1, 0, 1}, DX3[3] = {0, 0, 0}, D0[3] = {0, 0, 0};
 
+/* The vertical 3-tap sum (DY3, DX3, unit weights) of `in`, named `name`. */
+static ps_status add_col3(ps_graph *g, const char *name, ps_tensor in, ps_tensor *out)
+{
+    ps_stencil st;
+    ps_stencil_init(&st);
+    st.input = in;
+    st.n_taps = 3;
+    st.dy = DY3;
+    st.dx = DX3;
+    return ps_graph_add_stencil(g, name, &st, out);
+}
+
 static void test_create_and_inputs(void)
 {
     API_ERR(PS_ERR_NULL_POINTER, "graph", ps_graph_create(NULL));
@@ -671,13 +683,7 @@ static ps_graph *small_graph(ps_tensor *in, ps_tensor *out)
     ps_graph *g = new_graph();
     ps_tensor b;
     TU_OK(ps_graph_add_input(g, "in", 1, 9, 11, 2, PS_LAYOUT_NHWC, in));
-    ps_stencil st;
-    ps_stencil_init(&st);
-    st.input = *in;
-    st.n_taps = 3;
-    st.dy = DY3;
-    st.dx = DX3;
-    TU_OK(ps_graph_add_stencil(g, "b", &st, &b));
+    TU_OK(add_col3(g, "b", *in, &b));
     ps_expr *e = ps_expr_binary(PS_EXPR_MUL, ps_expr_input(0), ps_expr_const(0.5f));
     TU_OK(ps_graph_add_pointwise(g, "o", e, 1, &b, out));
     ps_expr_free(e);
@@ -801,14 +807,53 @@ static void test_engine(ps_context *ctx)
     free(y);
 }
 
+/* Graph g (one input) planned under ctx with no fusion, greedy and DP
+ * fusion, executed on a fixed input into NaN-filled outputs, every output
+ * against the double reference. */
+static void check_modes(ps_context *ctx, const ps_graph *g, const char *what)
+{
+    static const ps_fusion modes[] = {PS_FUSION_NONE, PS_FUSION_GREEDY, PS_FUSION_DP};
+    enum { MAX_OUT = 4 };
+    const int n_out = ps_graph_num_outputs(g);
+    TU_CHECK(ps_graph_num_inputs(g) == 1 && n_out >= 1 && n_out <= MAX_OUT, "%s: %d outputs", what, n_out);
+    if (n_out < 1 || n_out > MAX_OUT) return;
+    const int64_t nin = gr_input_elems(g, 0);
+    float *x = malloc((size_t)nin * sizeof *x), *outs[MAX_OUT];
+    int64_t len[MAX_OUT];
+    for (int64_t i = 0; i < nin; i++) x[i] = (float)((i * 104729) % 201 - 100) / 100.0f;
+    for (int i = 0; i < n_out; i++) outs[i] = malloc((size_t)(len[i] = gr_output_elems(g, i)) * sizeof(float));
+    const float *ins[1] = {x};
+    gr_eval ev;
+    const int ref_failed = gr_eval_graph(g, ins, &ev);
+    TU_CHECK(!ref_failed, "%s: reference: %s", what, ev.msg);
+    for (size_t m = 0; m < sizeof modes / sizeof *modes && !ref_failed; m++) {
+        ps_graph_options o;
+        ps_graph_options_init(&o);
+        o.fusion = modes[m];
+        ps_graph_plan *p = NULL;
+        TU_OK(ps_graph_plan_create(ctx, g, &o, &p));
+        if (!p) continue;
+        for (int i = 0; i < n_out; i++) tu_fill(outs[i], len[i], NAN);
+        TU_OK(ps_graph_execute(p, ins, outs, NULL));
+        for (int i = 0; i < n_out; i++) {
+            gr_cmp cmp;
+            gr_compare(g, &ev, i, outs[i], &cmp);
+            TU_CHECK(cmp.n_bad == 0, "%s, fusion %d, output %d: %lld elements off, got %.9g want %.9g bound %.3g", what,
+                     (int)modes[m], i, (long long)cmp.n_bad, cmp.bad_got, cmp.bad_want, cmp.bad_bound);
+        }
+        ps_graph_plan_destroy(p);
+    }
+    if (!ref_failed) gr_eval_free(&ev);
+    free(x);
+    for (int i = 0; i < n_out; i++) free(outs[i]);
+}
+
 /* Planar channel mixes with more input channels than a stencil has taps
  * (PS_STENCIL_MAX_TAPS): the executor sums them in blocks. Fed by an input
- * (rows read in place) and by a pointwise stage (rows in a ring or fused),
- * every fusion mode, against the double reference; NaN-filled outputs. */
+ * (rows read in place) and by a pointwise stage (rows in a ring or fused). */
 static void test_wide_mix(ps_context *ctx)
 {
     static const int64_t Cs[] = {PS_STENCIL_MAX_TAPS, PS_STENCIL_MAX_TAPS + 1, 3 * PS_STENCIL_MAX_TAPS + 50};
-    static const ps_fusion modes[] = {PS_FUSION_NONE, PS_FUSION_GREEDY, PS_FUSION_DP};
     for (size_t ci = 0; ci < sizeof Cs / sizeof *Cs; ci++)
         for (int via = 0; via < 2; via++) {
             const int64_t C = Cs[ci], H = 5, W = 19, K = 3;
@@ -825,40 +870,11 @@ static void test_wide_mix(ps_context *ctx)
             for (int64_t i = 0; i < K * C; i++) w[i] = (float)((i * 7919) % 23 - 11) / 64.0f;
             TU_OK(ps_graph_add_channel_mix(g, "wide", t, K, w, bias, &t));
             free(w);
-            ps_stencil st;
-            ps_stencil_init(&st);
-            st.input = t;
-            st.n_taps = 3;
-            st.dy = DY3;
-            st.dx = DX3;
-            TU_OK(ps_graph_add_stencil(g, "b", &st, &t));
+            TU_OK(add_col3(g, "b", t, &t));
             TU_OK(ps_graph_mark_output(g, t, PS_LAYOUT_NCHW));
-            const int64_t nin = gr_input_elems(g, 0), nout = gr_output_elems(g, 0);
-            float *x = malloc((size_t)nin * sizeof *x), *y = malloc((size_t)nout * sizeof *y);
-            for (int64_t i = 0; i < nin; i++) x[i] = (float)((i * 104729) % 201 - 100) / 100.0f;
-            const float *ins[1] = {x};
-            float *outs[1] = {y};
-            gr_eval ev;
-            TU_CHECK(!gr_eval_graph(g, ins, &ev), "wide mix C %lld: reference: %s", (long long)C, ev.msg);
-            for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
-                ps_graph_options o;
-                ps_graph_options_init(&o);
-                o.fusion = modes[m];
-                ps_graph_plan *p = NULL;
-                TU_OK(ps_graph_plan_create(ctx, g, &o, &p));
-                if (!p) continue;
-                tu_fill(y, nout, NAN);
-                TU_OK(ps_graph_execute(p, ins, outs, NULL));
-                gr_cmp cmp;
-                gr_compare(g, &ev, 0, y, &cmp);
-                TU_CHECK(cmp.n_bad == 0, "wide mix C %lld (%s, fusion %d): %lld elements off, got %.9g want %.9g bound %.3g",
-                         (long long)C, via ? "from a stage" : "from the input", (int)modes[m], (long long)cmp.n_bad,
-                         cmp.bad_got, cmp.bad_want, cmp.bad_bound);
-                ps_graph_plan_destroy(p);
-            }
-            gr_eval_free(&ev);
-            free(x);
-            free(y);
+            char what[64];
+            snprintf(what, sizeof what, "wide mix C %lld %s", (long long)C, via ? "from a stage" : "from the input");
+            check_modes(ctx, g, what);
             ps_graph_destroy(g);
         }
 }
@@ -867,7 +883,7 @@ static void test_wide_mix(ps_context *ctx)
  * of columns at a time: under caches so small that every tensor counts as
  * in memory (pieces of 16 columns), stencils of column stride 1 and 2, a
  * channel mix and a downsampling read wide rows of an input and of a
- * tensor between groups; every fusion mode against the double reference. */
+ * tensor between groups. */
 static void test_prefetched_rows(void)
 {
     ps_context *small = NULL;
@@ -875,14 +891,12 @@ static void test_prefetched_rows(void)
         TU_CHECK(0, "context with 1 KiB L1: %s", ps_last_error_message());
         return;
     }
-    static const ps_fusion modes[] = {PS_FUSION_NONE, PS_FUSION_GREEDY, PS_FUSION_DP};
     static const int dy9[9] = {-1, -1, -1, 0, 0, 0, 1, 1, 1}, dx9[9] = {-1, 0, 1, -1, 0, 1, -1, 0, 1};
     static const float w9[9] = {0.0625f, 0.125f, 0.0625f, 0.125f, 0.25f, 0.125f, 0.0625f, 0.125f, 0.0625f};
     for (int stride = 1; stride <= 2; stride++) {
-        const int64_t H = 11, W = 301, C = 3;
         ps_graph *g = new_graph();
         ps_tensor in, t, m;
-        TU_OK(ps_graph_add_input(g, "in", 1, H, W, C, PS_LAYOUT_NCHW, &in));
+        TU_OK(ps_graph_add_input(g, "in", 1, 11, 301, 3, PS_LAYOUT_NCHW, &in));
         ps_stencil st;
         ps_stencil_init(&st);
         st.input = in;
@@ -900,37 +914,9 @@ static void test_prefetched_rows(void)
         TU_OK(ps_graph_add_stencil(g, "s2", &st, &t));
         TU_OK(ps_graph_mark_output(g, t, PS_LAYOUT_NCHW));
         TU_OK(ps_graph_mark_output(g, m, PS_LAYOUT_NCHW));
-        const int64_t nin = gr_input_elems(g, 0), n0 = gr_output_elems(g, 0), n1 = gr_output_elems(g, 1);
-        float *x = malloc((size_t)nin * sizeof *x), *y0 = malloc((size_t)n0 * sizeof *y0),
-              *y1 = malloc((size_t)n1 * sizeof *y1);
-        for (int64_t i = 0; i < nin; i++) x[i] = (float)((i * 104729) % 201 - 100) / 100.0f;
-        const float *ins[1] = {x};
-        float *outs[2] = {y0, y1};
-        gr_eval ev;
-        TU_CHECK(!gr_eval_graph(g, ins, &ev), "prefetched rows: reference: %s", ev.msg);
-        for (size_t mi = 0; mi < sizeof modes / sizeof *modes; mi++) {
-            ps_graph_options o;
-            ps_graph_options_init(&o);
-            o.fusion = modes[mi];
-            ps_graph_plan *p = NULL;
-            TU_OK(ps_graph_plan_create(small, g, &o, &p));
-            if (!p) continue;
-            tu_fill(y0, n0, NAN);
-            tu_fill(y1, n1, NAN);
-            TU_OK(ps_graph_execute(p, ins, outs, NULL));
-            for (int i = 0; i < 2; i++) {
-                gr_cmp cmp;
-                gr_compare(g, &ev, i, outs[i], &cmp);
-                TU_CHECK(cmp.n_bad == 0, "prefetched rows, stride %d, fusion %d, output %d: %lld elements off, got %.9g "
-                         "want %.9g bound %.3g", stride, (int)modes[mi], i, (long long)cmp.n_bad, cmp.bad_got,
-                         cmp.bad_want, cmp.bad_bound);
-            }
-            ps_graph_plan_destroy(p);
-        }
-        gr_eval_free(&ev);
-        free(x);
-        free(y0);
-        free(y1);
+        char what[64];
+        snprintf(what, sizeof what, "prefetched rows, stride %d", stride);
+        check_modes(small, g, what);
         ps_graph_destroy(g);
     }
     ps_context_destroy(small);
@@ -952,13 +938,7 @@ static void test_engine_tiles(ps_context *ctx)
                 if (kind == 0) {
                     TU_OK(ps_graph_add_resample(g, "up", in, PS_RESAMPLE_UP2_NEAREST, PS_BOUNDARY_CLAMP, &a));
                 } else {
-                    ps_stencil st;
-                    ps_stencil_init(&st);
-                    st.input = in;
-                    st.n_taps = 3;
-                    st.dy = DY3;
-                    st.dx = DX3;
-                    TU_OK(ps_graph_add_stencil(g, "a", &st, &a));
+                    TU_OK(add_col3(g, "a", in, &a));
                 }
                 ps_expr *e = ps_expr_unary(PS_EXPR_ABS, ps_expr_input(0));
                 TU_OK(ps_graph_add_pointwise(g, "b", e, 1, &a, &b));
