@@ -548,6 +548,39 @@ static void test_default(ps_context *ctx, ps_context *small_l2, const op_case *o
 /* Few-channel convs whose taps merge walk column strips (ow outside oh) in
  * the default schedule, but not for one image, where the threads would split
  * each row's strips; other convs walk rows. */
+/* The expert's column block for one-vector kernels (K <= 16) whose columns'
+ * input pixels lie a multiple of 4 KiB apart (C x stride floats): at most
+ * PS_ALIASED_MAX_N (10) columns, the widest divisor of OW from 10 down to 8
+ * if there is one; the same shapes a channel more apart keep their width. */
+static void test_aliased_columns(void)
+{
+    static const struct {
+        int64_t C, K, HW, R, stride, want_n;
+    } cases[] = {
+        {1536, 9, 62, 3, 2, 10},  /* 3072 floats apart: OW 30 -> 10 */
+        {1537, 9, 62, 3, 2, 30},  /* not aliased */
+        {1024, 16, 19, 1, 1, 10}, /* 1x1: 361 pixels in one row, 1024 floats apart: 10 and a remainder */
+        {1024, 32, 15, 3, 1, 13}, /* two vectors per column: unaffected (OW 13) */
+        {512, 7, 39, 3, 2, 10},   /* 1024 floats: OW 19, no divisor in 8..10 -> 10 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ps_desc d = conv_desc(1, cases[i].C, cases[i].K, cases[i].HW, cases[i].HW, cases[i].R, cases[i].R);
+        d.u.conv.stride_h = d.u.conv.stride_w = cases[i].stride;
+        ps_schedule *s = NULL;
+        TU_OK(ps_schedule_default(&d, &s));
+        if (!s) continue;
+        char text[256];
+        TU_OK(ps_schedule_format(s, PS_OP_CONV_FWD, text, sizeof text, NULL));
+        int m = 0, n = 0;
+        TU_CHECK(sscanf(text, "%dx%d", &m, &n) == 2, "schedule text '%s'", text);
+        const int64_t want = cases[i].want_n;
+        TU_CHECK(n == want, "C %lld K %lld %lldx%lld/%lld: default '%s', want %lld columns per call", (long long)cases[i].C,
+                 (long long)cases[i].K, (long long)cases[i].R, (long long)cases[i].R, (long long)cases[i].stride, text,
+                 (long long)want);
+        ps_schedule_destroy(s);
+    }
+}
+
 static void test_strip_rule(void)
 {
     static const struct {
@@ -805,6 +838,7 @@ int main(void)
     }
     test_invalid(ctx, cases);
     test_strip_rule();
+    test_aliased_columns();
     test_copy_parts(ctx);
     test_spellings();
     ps_context_destroy(small_l2);

@@ -11,6 +11,9 @@
  * whatever its width, so a width that leaves a short last block runs below
  * one in whole blocks. Measured with polysci-brgemm-ceiling (cached operands,
  * 2 threads; docs/expert-rules.md, "call-cost model"). */
+/* Columns per call of a one-vector-per-column kernel whose columns alias
+ * in L1 (ps_expert_kernel). */
+#define PS_ALIASED_MAX_N 10
 #define PS_REG_BLOCK 6
 #define PS_REG_BLOCK48 9
 #define PS_REG_BLOCK32 14
