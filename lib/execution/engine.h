@@ -152,8 +152,7 @@ int ps_exec_band_box(const ps_exec *e, int64_t it, int64_t lo[PS_DIM_COUNT], int
  * equal shares (one per thread). */
 static inline void ps_exec_part_range(const ps_exec *e, int p, int64_t *begin, int64_t *end)
 {
-    *begin = e->band_total * p / e->team;
-    *end = e->band_total * (p + 1) / e->team;
+    ps_band_part(e->band_total, e->team, p, begin, end);
 }
 
 /* Workspace bytes an execution needs (scratch address lists included). */

@@ -602,10 +602,11 @@ static void compute_stage(const ps_graph_plan *pl, int s, const ps_box *B, const
     case PS_NODE_POINTWISE:
         for (int64_t c = 0; c < S->c; c++)
             for (int64_t y = B->y0; y < y1; y++) {
-                for (int j = 0; j < S->n_in; j++)
-                    tb->src[j] = fetch(&in[j], S->bcast[j] ? 0 : c, y, B->x0, w, PS_BOUNDARY_CLAMP, tb->staging + j * w,
-                                       tb->zeros);
-                for (int j = 0; j < S->n_in; j++) prefetch_rows(&in[j], S->bcast[j] ? 0 : c, y + 1, y + 2, B->x0, w);
+                for (int j = 0; j < S->n_in; j++) {
+                    const int64_t cj = S->bcast[j] ? 0 : c;
+                    tb->src[j] = fetch(&in[j], cj, y, B->x0, w, PS_BOUNDARY_CLAMP, tb->staging + j * w, tb->zeros);
+                    prefetch_rows(&in[j], cj, y + 1, y + 2, B->x0, w);
+                }
                 float *d = dst_row(out, c, y, B->x0, tb->temp);
                 K->vprog(&S->prog, d, tb->src, w, tb->regs);
                 put_row(out, c, y, B->x0, w, d);

@@ -336,20 +336,7 @@ static void walk(const tile_ctx *t, tile_fn fn, int li, int64_t lo[PS_DIM_COUNT]
 
 int ps_exec_band_box(const ps_exec *e, int64_t it, int64_t lo[PS_DIM_COUNT], int64_t hi[PS_DIM_COUNT])
 {
-    int64_t idx[PS_SCHEDULE_MAX_LOOPS];
-    for (int i = e->n_parallel - 1; i >= 0; i--) {
-        idx[i] = it % e->band_trips[i];
-        it /= e->band_trips[i];
-    }
-    for (int d = 0; d < PS_DIM_COUNT; d++) { lo[d] = 0; hi[d] = e->ext[d]; }
-    for (int i = 0; i < e->n_parallel; i++) {
-        const ps_loop *l = &e->loops[i];
-        int64_t x = lo[l->dim] + idx[i] * l->tile;
-        if (x >= hi[l->dim]) return 0; /* partial parent tile: nothing here */
-        lo[l->dim] = x;
-        hi[l->dim] = min64(x + l->tile, hi[l->dim]);
-    }
-    return 1;
+    return ps_band_box(e->loops, e->n_parallel, e->band_trips, e->ext, it, lo, hi);
 }
 
 /* Runs part `part` of the band's e->team parts (ps_exec_band_box). */

@@ -102,26 +102,12 @@ double ps_rank_balance(const ps_problem *p, const ps_schedule *sched, int nthrea
     }
     double sum = 0.0, busiest = 0.0;
     for (int64_t part = 0; part < team; part++) {
-        /* the executor's contiguous equal shares (ps_exec_part_range) */
-        const int64_t begin = total * part / team, end = total * (part + 1) / team;
+        int64_t begin, end;
+        ps_band_part(total, team, part, &begin, &end);
         double work = 0.0;
         for (int64_t it = begin; it < end; it++) {
-            /* the box of iteration it, as ps_exec_band_box forms it */
-            int64_t idx[PS_SCHEDULE_MAX_LOOPS], lo[PS_DIM_COUNT] = {0}, hi[PS_DIM_COUNT];
-            memcpy(hi, ext, sizeof hi);
-            for (int64_t i = np - 1, r = it; i >= 0; i--) {
-                idx[i] = r % trips[i];
-                r /= trips[i];
-            }
-            int empty = 0;
-            for (int i = 0; i < np && !empty; i++) {
-                const ps_loop *l = &sg->loops[i];
-                const int64_t x = lo[l->dim] + idx[i] * l->tile;
-                empty = x >= hi[l->dim];
-                lo[l->dim] = x;
-                hi[l->dim] = hi[l->dim] < x + l->tile ? hi[l->dim] : x + l->tile;
-            }
-            if (empty) continue;
+            int64_t lo[PS_DIM_COUNT], hi[PS_DIM_COUNT];
+            if (!ps_band_box(sg->loops, np, trips, ext, it, lo, hi)) continue;
             double w = 1.0;
             for (int d = 0; d < PS_DIM_COUNT; d++) {
                 int64_t a = lo[d], b = hi[d];

@@ -167,6 +167,28 @@ ps_status ps_schedule_format(const ps_schedule *sched, ps_op_kind kind, char *bu
     return PS_SUCCESS;
 }
 
+int ps_band_box(const ps_loop *loops, int np, const int64_t *trips, const int64_t ext[PS_DIM_COUNT], int64_t it,
+                int64_t lo[PS_DIM_COUNT], int64_t hi[PS_DIM_COUNT])
+{
+    int64_t idx[PS_SCHEDULE_MAX_LOOPS];
+    for (int i = np - 1; i >= 0; i--) {
+        idx[i] = it % trips[i];
+        it /= trips[i];
+    }
+    for (int d = 0; d < PS_DIM_COUNT; d++) {
+        lo[d] = 0;
+        hi[d] = ext[d];
+    }
+    for (int i = 0; i < np; i++) {
+        const ps_loop *l = &loops[i];
+        const int64_t x = lo[l->dim] + idx[i] * l->tile;
+        if (x >= hi[l->dim]) return 0; /* partial parent tile: nothing here */
+        lo[l->dim] = x;
+        hi[l->dim] = hi[l->dim] < x + l->tile ? hi[l->dim] : x + l->tile;
+    }
+    return 1;
+}
+
 void ps_tile_space_extents(const ps_problem *p, const ps_kernel_shape *ks, int64_t ext[PS_DIM_COUNT])
 {
     if (p->desc.kind == PS_OP_GEMM) {

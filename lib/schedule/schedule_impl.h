@@ -56,6 +56,22 @@ static inline int64_t ps_loop_trips(const ps_loop *l, int64_t left[PS_DIM_COUNT]
     return trips;
 }
 
+/* The parallel band of a stage: loops[0 .. np) collapsed row-major, trips[i]
+ * iterations of loop i (ps_loop_trips), over a tile space of extents ext.
+ * The box of tile indices [lo, hi) of band iteration `it`; 0 where the
+ * iteration is empty (a partial parent tile). The executor walks its band
+ * with it, and ps_rank_balance replays that walk. */
+int ps_band_box(const ps_loop *loops, int np, const int64_t *trips, const int64_t ext[PS_DIM_COUNT], int64_t it,
+                int64_t lo[PS_DIM_COUNT], int64_t hi[PS_DIM_COUNT]);
+
+/* The iterations [*begin, *end) of part p of `team` contiguous, equal parts
+ * of a band of `total` iterations (one part per thread). */
+static inline void ps_band_part(int64_t total, int64_t team, int64_t p, int64_t *begin, int64_t *end)
+{
+    *begin = total * p / team;
+    *end = total * (p + 1) / team;
+}
+
 /* ps_schedule_check for a problem formed by ps_problem_of (sched not NULL):
  * whether the schedule can run it. */
 ps_status ps_schedule_check_problem(const ps_schedule *sched, const ps_problem *p);
