@@ -116,7 +116,7 @@ static int check_tournament(FILE *f, int n, int *no)
     }
     TU_CHECK(ok, "vectors line %d: malformed tournament of %d", *no, n);
     for (int threads = 1; ok && threads <= 2; threads++) {
-        ps_ranking r = {n, calloc((size_t)n, sizeof(ps_ranked))};
+        ps_ranking r = {n, calloc((size_t)n, sizeof(ps_ranked)), n};
         if (!r.v) abort();
         for (int i = 0; i < n; i++) {
             memcpy(r.v[i].ws, ws[i], sizeof r.v[i].ws);
@@ -882,6 +882,105 @@ static void gemm_in_place_rule(void)
     }
 }
 
+/* A shallow copy of r's places (the copy's schedules are borrowed: free its
+ * v only). */
+static ps_ranking borrow(const ps_ranking *r)
+{
+    ps_ranking c = *r;
+    c.v = malloc((size_t)(r->n ? r->n : 1) * sizeof *c.v);
+    if (!c.v) abort();
+    memcpy(c.v, r->v, (size_t)r->n * sizeof *c.v);
+    return c;
+}
+
+/* The first `places` places of a and b: the same variants, wins and losses. */
+static int same_places(const ps_ranking *a, const ps_ranking *b, int places)
+{
+    for (int k = 0; k < places; k++)
+        if (a->v[k].index != b->v[k].index || a->v[k].wins != b->v[k].wins || a->v[k].losses != b->v[k].losses)
+            return 0;
+    return 1;
+}
+
+/* ps_dnn_tournament_top against the full round robin from the same Eq. 1
+ * order: its settled places are the round robin's, at least `top` of them,
+ * on 1 and 2 threads; completing it gives the whole round robin. */
+static void top_of(const ps_ranking *eq1, const char *what)
+{
+    ps_ranking full = borrow(eq1);
+    TU_CHECK(ps_dnn_tournament(&ps_dnn_weights, &full, 2) == PS_SUCCESS, "%s: tournament: %s", what,
+             ps_last_error_message());
+    static const int tops[] = {1, 2, 8, 40};
+    for (size_t t = 0; t < sizeof tops / sizeof *tops; t++)
+        for (int threads = 1; threads <= 2; threads++) {
+            ps_ranking r = borrow(eq1);
+            TU_CHECK(ps_dnn_tournament_top(&ps_dnn_weights, &r, threads, tops[t]) == PS_SUCCESS, "%s: top: %s", what,
+                     ps_last_error_message());
+            const int want = tops[t] < r.n ? tops[t] : r.n;
+            TU_CHECK(r.exact >= want && r.exact <= r.n, "%s, top %d, %d thread(s): %d places settled", what, tops[t],
+                     threads, r.exact);
+            TU_CHECK(same_places(&r, &full, r.exact), "%s, top %d, %d thread(s): a settled place differs", what,
+                     tops[t], threads);
+            TU_CHECK(ps_ranking_complete(&r, threads) == PS_SUCCESS && r.exact == r.n &&
+                         same_places(&r, &full, r.n),
+                     "%s, top %d, %d thread(s): the completed ranking differs", what, tops[t], threads);
+            free(r.v);
+        }
+    free(full.v);
+}
+
+static void tournament_top(ps_context *ctx)
+{
+    /* Fields of distinct random statistics (with repeats: classes of several
+     * variants), in their given order as Eq. 1's. */
+    static const int sizes[] = {70, 200, 500};
+    uint64_t x = 88172645463325252ull;
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        const int n = sizes[s];
+        ps_ranking r = {n, calloc((size_t)n, sizeof(ps_ranked)), n};
+        if (!r.v) abort();
+        for (int i = 0; i < n; i++) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            if (i > 0 && x % 5 == 0) { /* a repeat of an earlier variant's statistics */
+                const int j = (int)(x / 5 % (uint64_t)i);
+                memcpy(r.v[i].ws, r.v[j].ws, sizeof r.v[i].ws);
+                memcpy(r.v[i].shape, r.v[j].shape, sizeof r.v[i].shape);
+            } else {
+                for (int l = 0; l < PS_COST_LEVELS; l++) {
+                    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+                    r.v[i].ws[l] = (double)(x % 1000000) * (l == 3 ? 0.5 : 1.0);
+                }
+                for (int l = 0; l < PS_SHAPE_COUNT; l++) {
+                    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+                    r.v[i].shape[l] = (double)(1 + x % 64);
+                }
+            }
+            r.v[i].cost = i;
+            r.v[i].index = i;
+        }
+        char what[64];
+        snprintf(what, sizeof what, "random field of %d", n);
+        top_of(&r, what);
+        ps_ranking_release(&r);
+    }
+    /* Rankings of real layers (hundreds of variants). */
+    static const int shapes[][5] = {{2, 128, 128, 28, 3}, {3, 10, 891, 60, 7}, {1, 64, 256, 56, 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        ps_desc d;
+        conv_shape(&d, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4]);
+        ps_problem p;
+        ps_ranking r = {0};
+        TU_CHECK(ps_problem_of(&d, &p) == PS_SUCCESS &&
+                     ps_rank_variants(&ctx->machine, &p, 2, PS_RANKER_COST, &r) == PS_SUCCESS,
+                 "ranking: %s", ps_last_error_message());
+        if (!r.v) continue;
+        char what[64];
+        snprintf(what, sizeof what, "conv %d: %d variants", (int)s, r.n);
+        top_of(&r, what);
+        ps_ranking_release(&r);
+    }
+}
+
 /* Planning time of the tournament alone on a ResNet-50 3x3 layer (~350
  * variants); informational: the suite runs on shared machines. */
 static void timing(ps_context *ctx)
@@ -902,8 +1001,18 @@ static void timing(ps_context *ctx)
             const double t = now_ms() - t0;
             if (t < best) best = t;
         }
-        printf("tournament of %d variants (%d games) on %d thread%s: %.3f ms (best of 3)\n", r.n, r.n * (r.n - 1),
-               threads, threads == 1 ? "" : "s", best);
+        double best_top = 1e300;
+        for (int rep = 0; rep < 3; rep++) {
+            ps_ranking c = borrow(&r);
+            const double t0 = now_ms();
+            TU_CHECK(ps_dnn_tournament_top(&ps_dnn_weights, &c, threads, 8) == PS_SUCCESS, "tournament: %s",
+                     ps_last_error_message());
+            const double t = now_ms() - t0;
+            if (t < best_top) best_top = t;
+            free(c.v);
+        }
+        printf("tournament of %d variants (%d games) on %d thread%s: %.3f ms, its first 8 places %.3f ms (best of 3)\n",
+               r.n, r.n * (r.n - 1), threads, threads == 1 ? "" : "s", best, best_top);
     }
     ps_ranking_release(&r);
 }
@@ -933,6 +1042,7 @@ int main(int argc, char **argv)
         gemm_default(ctx);
         gemm_panel_rule();
         gemm_in_place_rule();
+        tournament_top(ctx);
         timing(ctx);
         ps_context_destroy(ctx);
     }

@@ -67,4 +67,12 @@ int ps_dnn_game(const ps_dnn_model *m, const float x[PS_DNN_IN]);
  * unchanged. */
 ps_status ps_dnn_tournament(const ps_dnn_model *m, ps_ranking *r, int nthreads);
 
+/* The same tournament where only the first `top` places are wanted (top <= 0
+ * or >= r->n: all): sets r->exact >= top, the number of leading places that
+ * are exactly the full round robin's (variants, order, wins and losses).
+ * Places after them hold the other variants with their games against the
+ * fully played ones only. Where the field is small it plays every game
+ * (r->exact = r->n). */
+ps_status ps_dnn_tournament_top(const ps_dnn_model *m, ps_ranking *r, int nthreads, int top);
+
 #endif

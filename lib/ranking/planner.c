@@ -17,6 +17,11 @@
  * an even share. */
 #define PS_PLANNER_MIN_BALANCE 0.9
 
+/* Places of the DNN's ranking the static choice has settled before it scans
+ * for an even split (ps_dnn_tournament_top); past them the whole tournament
+ * is played. */
+#define PS_PLANNER_BALANCE_PLACES 8
+
 /* Convolutions of N >= 2 images: the DNN's first choice, ~2% faster than the
  * fixed-order expert schedule on layers it was not trained on (0.969-0.973
  * vs 0.948-0.953 of the best), for ~10 ms of cold planning. But only where
@@ -226,7 +231,13 @@ static ps_status ranked_choice(ps_context *ctx, const ps_problem *p, int nthread
 {
     const double t0 = omp_get_wtime();
     ps_ranking r;
-    ps_status st = ps_rank_variants(&ctx->machine, p, nthreads, ranker, &r);
+    const int balanced = top_k <= 1 && ranker == PS_RANKER_DNN;
+    /* The places the choice reads must be the full tournament's: the first
+     * k, or for the balance guard the first PS_PLANNER_BALANCE_PLACES (the
+     * ranking is completed below where the scan goes past them). Verbose
+     * listings show the full ranking. */
+    const int top = ctx->verbose >= 2 ? 0 : balanced ? PS_PLANNER_BALANCE_PLACES : top_k < 1 ? 1 : top_k;
+    ps_status st = ps_rank_variants_top(&ctx->machine, p, nthreads, ranker, top, &r);
     if (st == PS_ERR_OUT_OF_MEMORY) return st;
     if (st) {
         note_refused(ctx, p, nthreads, "ranking", NULL, ps_last_error_message(), refused);
@@ -245,13 +256,28 @@ static ps_status ranked_choice(ps_context *ctx, const ps_problem *p, int nthread
     /* The candidates in the ranker's order that pass the check, at most k
      * (taken out of the ranking). */
     const int k = top_k < 1 ? 1 : top_k < r.n ? top_k : r.n;
+    if (r.exact < r.n) {
+        /* Where the scan below would read past the settled places (checks
+         * refused candidates, or no even split among them), the whole
+         * tournament is played first. Refused schedules are left out (NULL)
+         * of both scans. */
+        int found = 0, passed = 0;
+        for (int i = 0; i < r.exact && !found; i++) {
+            if (!r.v[i].schedule || !accept(ctx, p, nthreads, "ranked", &r.v[i].schedule, refused)) continue;
+            passed++;
+            found = balanced ? ps_rank_balance(p, r.v[i].schedule, nthreads) >= PS_PLANNER_MIN_BALANCE : passed >= k;
+        }
+        if (!found && (st = ps_ranking_complete(&r, nthreads))) {
+            ps_ranking_release(&r);
+            return st;
+        }
+    }
     ps_schedule **cand = malloc((size_t)(k ? k : 1) * sizeof *cand);
     if (!cand) {
         ps_ranking_release(&r);
         return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: out of memory");
     }
     int n = 0;
-    const int balanced = top_k <= 1 && ranker == PS_RANKER_DNN;
     if (balanced) {
         /* One candidate, untimed, by the DNN: its first unless its split
          * of the parallel band leaves a core idle part of the time
@@ -263,7 +289,7 @@ static ps_status ranked_choice(ps_context *ctx, const ps_problem *p, int nthread
          * 1, volume) are kept as they are: their first candidate. */
         int first = -1, even = -1;
         for (int i = 0; i < r.n && even < 0; i++) {
-            if (!accept(ctx, p, nthreads, "ranked", &r.v[i].schedule, refused)) continue;
+            if (!r.v[i].schedule || !accept(ctx, p, nthreads, "ranked", &r.v[i].schedule, refused)) continue;
             if (first < 0) first = i;
             if (ps_rank_balance(p, r.v[i].schedule, nthreads) >= PS_PLANNER_MIN_BALANCE) even = i;
         }
@@ -281,7 +307,7 @@ static ps_status ranked_choice(ps_context *ctx, const ps_problem *p, int nthread
         }
     }
     for (int i = 0; !balanced && i < r.n && n < k; i++) {
-        if (accept(ctx, p, nthreads, "ranked", &r.v[i].schedule, refused)) cand[n++] = r.v[i].schedule;
+        if (r.v[i].schedule && accept(ctx, p, nthreads, "ranked", &r.v[i].schedule, refused)) cand[n++] = r.v[i].schedule;
         r.v[i].schedule = NULL;
     }
     ps_ranking_release(&r);

@@ -138,6 +138,19 @@ static int by_cost(const void *pa, const void *pb)
 
 ps_status ps_rank_variants(const ps_machine *m, const ps_problem *p, int nthreads, ps_ranker ranker, ps_ranking *out)
 {
+    return ps_rank_variants_top(m, p, nthreads, ranker, 0, out);
+}
+
+ps_status ps_ranking_complete(ps_ranking *r, int nthreads)
+{
+    if (r->exact >= r->n) return PS_SUCCESS;
+    qsort(r->v, (size_t)r->n, sizeof *r->v, by_cost);
+    return ps_dnn_tournament(&ps_dnn_weights, r, nthreads);
+}
+
+ps_status ps_rank_variants_top(const ps_machine *m, const ps_problem *p, int nthreads, ps_ranker ranker, int top,
+                               ps_ranking *out)
+{
     memset(out, 0, sizeof *out);
     ps_variant_set vs;
     ps_status st = ps_variants_generate(p, &vs);
@@ -187,7 +200,7 @@ ps_status ps_rank_variants(const ps_machine *m, const ps_problem *p, int nthread
         out->v[i].schedule = vs.items[i];
         vs.items[i] = NULL; /* moved */
     }
-    out->n = vs.n;
+    out->n = out->exact = vs.n;
     ps_variant_set_release(&vs);
     if (st) {
         ps_ranking_release(out);
@@ -195,7 +208,8 @@ ps_status ps_rank_variants(const ps_machine *m, const ps_problem *p, int nthread
     }
     qsort(out->v, (size_t)out->n, sizeof *out->v, by_cost);
     /* The tournament breaks its ties by the Eq. 1 order just established. */
-    if (ranker == PS_RANKER_DNN && (st = ps_dnn_tournament(&ps_dnn_weights, out, nthreads))) ps_ranking_release(out);
+    if (ranker == PS_RANKER_DNN && (st = ps_dnn_tournament_top(&ps_dnn_weights, out, nthreads, top)))
+        ps_ranking_release(out);
     return st;
 }
 

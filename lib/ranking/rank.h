@@ -33,6 +33,8 @@ typedef struct ps_ranked {
 typedef struct ps_ranking {
     int n;
     ps_ranked *v;                    /* ascending cost after ps_rank_variants */
+    int exact;                       /* leading places that are final (n unless a
+                                        tournament was cut short: ps_dnn_tournament_top) */
 } ps_ranking;
 
 /* Alg. 2: every working set (WSmin and WSmax of every dependence) goes to the
@@ -62,6 +64,13 @@ double ps_rank_eq1(const ps_machine *m, const double ws[PS_COST_LEVELS]);
  * (data volumes per level, Eq. 1 weights) or PS_RANKER_DNN (the Eq. 1
  * ranking reordered by the shipped model's tournament, ps_dnn_tournament). */
 ps_status ps_rank_variants(const ps_machine *m, const ps_problem *p, int nthreads, ps_ranker ranker, ps_ranking *out);
+/* The same where only the first `top` places must be final (> 0; the DNN's
+ * tournament then plays only what can decide them: out->exact >= top). */
+ps_status ps_rank_variants_top(const ps_machine *m, const ps_problem *p, int nthreads, ps_ranker ranker, int top,
+                               ps_ranking *out);
+/* Makes every place of a ranking from ps_rank_variants_top final (the full
+ * tournament from Eq. 1's order); nothing to do where out->exact == n. */
+ps_status ps_ranking_complete(ps_ranking *r, int nthreads);
 void ps_ranking_release(ps_ranking *r);
 
 #endif
