@@ -399,6 +399,46 @@ static void expert_and_default(const ps_desc *d, const ps_expert_facts *facts, c
  * the last level is slow for 1x1 convs whose every call reads fresh weights,
  * and there output-channel tiles for larger 1x1 filter banks; with L2 unknown (0) the default schedule. The plans themselves run against
  * the reference in test_schedules (no search, small weights). */
+/* even-split: where the chosen schedule splits its parallel band below 0.9
+ * even, smaller kernel blocks until it does not; never where it already
+ * does, with one thread, or on merged taps. */
+static void even_split_rule(void)
+{
+    static const struct {
+        int64_t N, C, K, HW, R;
+        int threads, fires;
+    } cases[] = {
+        {1, 960, 160, 7, 1, 2, 1},   /* 5 blocks of 32 rows, 49 pixels in one call: 3 + 2 */
+        {1, 960, 160, 7, 1, 16, 1},  /* 5 of 16 threads busy */
+        {1, 960, 160, 7, 1, 1, 0},   /* one thread: nothing to split */
+        {1, 12, 83, 17, 1, 2, 1},    /* 83 rows: one block of 64 and a 19-row remainder */
+        {1, 64, 64, 56, 3, 2, 0},    /* 56 rows of blocks: even already */
+        {2, 3, 64, 56, 3, 16, 0},    /* merged taps: its rows are shaped for L1 */
+    };
+    const ps_expert_facts facts = {.l2_bytes = 1 << 20};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ps_desc d;
+        conv_shape(&d, cases[i].N, cases[i].C, cases[i].K, cases[i].HW, cases[i].R);
+        ps_problem p;
+        ps_schedule *s = NULL;
+        unsigned fired = 0;
+        TU_CHECK(ps_problem_of(&d, &p) == PS_SUCCESS &&
+                     ps_expert_schedule(&p, cases[i].threads, &facts, &s, &fired) == PS_SUCCESS,
+                 "case %zu: %s", i, ps_last_error_message());
+        if (!s) continue;
+        char text[512];
+        ps_schedule_format(s, PS_OP_CONV_FWD, text, sizeof text, NULL);
+        const int fires = !!(fired & 1u << PS_RULE_EVEN_SPLIT);
+        const double bal = ps_rank_balance(&p, s, cases[i].threads);
+        TU_CHECK(fires == cases[i].fires, "case %zu (%d threads): even-split %s, '%s' (balance %.3f)", i,
+                 cases[i].threads, fires ? "fired" : "did not fire", text, bal);
+        TU_CHECK(cases[i].threads < 2 || fires == 0 || bal >= 0.9, "case %zu: '%s' splits %.3f even", i, text, bal);
+        TU_CHECK(ps_schedule_check_problem(s, &p) == PS_SUCCESS, "case %zu: '%s': %s", i, text,
+                 ps_last_error_message());
+        ps_schedule_destroy(s);
+    }
+}
+
 static void conv_expert_rule(ps_context *ctx)
 {
     static const struct {
@@ -1039,6 +1079,7 @@ int main(int argc, char **argv)
             conv_default(ctx, 1, fast);
         }
         conv_expert_rule(ctx);
+        even_split_rule();
         gemm_default(ctx);
         gemm_panel_rule();
         gemm_in_place_rule();

@@ -47,6 +47,7 @@ typedef enum ps_expert_rule {
     PS_RULE_IMAGES_INSIDE,        /* bank > L2/2 over images of <= 64 pixels: images inside the blocks */
     PS_RULE_INPUT_STATIONARY,     /* bank <= L2/2: every channel block over a tile of input */
     PS_RULE_SHARED_CHANNELS,      /* ... tiles uneven over the threads, bank <= L2/4: blocks shared too */
+    PS_RULE_EVEN_SPLIT,           /* parallel band split < 0.9 even: smaller output-channel / pixel blocks */
     PS_RULE_GEMM_B_IN_L2,         /* B fits in half of L2: the fixed order */
     PS_RULE_GEMM_PANEL_TILES,     /* operands beyond the last level: per-thread panel tiles */
     PS_RULE_GEMM_IN_PLACE_TILES,  /* A read in place: whole rows, columns cut per thread */
