@@ -509,11 +509,15 @@ static int box_fp(psa_ws *ws, psa_fpscratch *sc, const psa_box *bx, psa_prod out
                     P->d[1 + side] = iset_union_intervals(ws, ws->tlo, ws->thi, pp->n, U);
                 } else {
                     size_t off = ws_alloc(ws, (size_t)bs_words(U));
-                    for (int64_t i = 0; i < pp->n; i++)
-                        for (int64_t o = pp->a[i]; o <= pp->b[i]; o++) {
-                            int64_t x = o * st - pad + pp->x[i] * dl;
-                            ws->w[off + x / 64] |= 1ull << (x % 64);
-                        }
+                    /* The bounds in locals: stores through w may alias the
+                     * pair arrays, which would reload them every element. */
+                    uint64_t *restrict w = ws->w + off;
+                    for (int64_t i = 0; i < pp->n; i++) {
+                        const int64_t b = pp->b[i];
+                        /* valid pairs index the array: 0 <= x < U */
+                        for (int64_t o = pp->a[i], x = pp->a[i] * st - pad + pp->x[i] * dl; o <= b; o++, x += st)
+                            w[x >> 6] |= 1ull << (x & 63);
+                    }
                     P->d[1 + side] = iset_from_bits(ws, off, U);
                 }
             }
