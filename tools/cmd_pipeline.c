@@ -24,7 +24,7 @@ int cmd_pipeline(int argc, char **argv)
     static const char cmd[] = "pipeline";
     int64_t height = 2832, width = 4256, images = 1, threads = 0, reps = 5, tile_h = 0, tile_w = 0, limit = 0, chunk = 0;
     const char *fusion = "dp";
-    int describe = 0, check = 0, json = 0, no_inline = 0, no_epilogue = 0;
+    int describe = 0, check = 0, json = 0, no_inline = 0, no_epilogue = 0, no_codegen = 0;
     cli_opt opts[] = {
         {"height", CLI_OPT_INT, &height, 1, 1 << 20, "H  image rows (default 2832)", 0},
         {"width", CLI_OPT_INT, &width, 1, 1 << 20, "W  image columns (default 4256)", 0},
@@ -36,6 +36,7 @@ int cmd_pipeline(int argc, char **argv)
         {"group-limit", CLI_OPT_INT, &limit, 0, 4096, "L  first group-size bound of the bounded DP (0 = automatic)", 0},
         {"no-inline", CLI_OPT_FLAG, &no_inline, 0, 0, "keep pointwise stages as stages of their own", 0},
         {"no-epilogue", CLI_OPT_FLAG, &no_epilogue, 0, 0, "store every stage's rows (no producer epilogues)", 0},
+        {"no-codegen", CLI_OPT_FLAG, &no_codegen, 0, 0, "interpret expressions (no code compiled at plan time)", 0},
         {"threads", CLI_OPT_INT, &threads, 0, 4096, "T  threads (default: the context's)", 0},
         {"reps", CLI_OPT_INT, &reps, 1, 100000, "R  timed executions (default 5)", 0},
         {"describe", CLI_OPT_FLAG, &describe, 0, 0, "print the plan", 0},
@@ -80,7 +81,8 @@ int cmd_pipeline(int argc, char **argv)
     go.tile_w = tile_w;
     go.group_limit = (int)limit;
     go.chunk_w = chunk;
-    go.flags = (no_inline ? PS_GRAPH_NO_INLINE : 0) | (no_epilogue ? PS_GRAPH_NO_EPILOGUE : 0);
+    go.flags = (no_inline ? PS_GRAPH_NO_INLINE : 0) | (no_epilogue ? PS_GRAPH_NO_EPILOGUE : 0) |
+               (no_codegen ? PS_GRAPH_NO_CODEGEN : 0);
     double t0 = cli_now_ms();
     if (!st) st = ps_graph_plan_create(ctx, g, &go, &plan);
     double plan_ms = cli_now_ms() - t0;

@@ -195,6 +195,8 @@ typedef enum ps_fusion {
 #define PS_GRAPH_NO_CACHE 4u    /* neither look in nor fill the context's graph plan cache */
 #define PS_GRAPH_NO_EPILOGUE 2u /* no producer epilogues: a stage read only by one pointwise stage is
                                    still stored in its own rows before that stage reads them */
+#define PS_GRAPH_NO_CODEGEN 8u  /* run expressions in the row kernels' interpreter instead of code
+                                   compiled at plan time (docs/graph.md, "Expression code") */
 
 typedef struct ps_graph_options {
     size_t struct_size;   /* sizeof(ps_graph_options); set by init */

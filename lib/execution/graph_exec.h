@@ -146,6 +146,13 @@ struct ps_graph_plan {
     size_t workspace_bytes;
     double plan_ms, fuse_ms;
     long dp_states, cost_evaluations;
+    /* Expression programs compiled at plan time (lib/codegen): the loaded
+     * object, programs in all and compiled, whether the object came from
+     * the cache, the time it took, and why programs stayed interpreted. */
+    void *code;
+    int code_progs, code_compiled, code_cached;
+    double code_ms;
+    char code_why[200];
 };
 
 /* The rows each member of group g must have computed after band b of a

@@ -61,7 +61,11 @@ typedef struct ps_vop {
     int cmp;             /* PS_VOP_SELCMP: the comparison */
 } ps_vop;
 
+/* A program compiled to straight-line code (lib/codegen): out[i] for i < n. */
+typedef void (*ps_vprog_fn)(float *restrict out, const float *const *in, int64_t n);
+
 typedef struct ps_vprog {
+    ps_vprog_fn fn;      /* compiled at plan time, or NULL: the kernels interpret ops */
     int n_ops;
     int n_regs;          /* registers, the constant registers included */
     ps_vop *ops;

@@ -905,6 +905,10 @@ static void fused(const ps_vop *op, float *restrict d, const float *restrict a, 
 
 static void run_vprog(const ps_vprog *prog, float *restrict out, const float *const *in, int64_t n, float *regs)
 {
+    if (prog->fn) {
+        prog->fn(out, in, n);
+        return;
+    }
     float konst[3][PS_VCHUNK];
     /* constant registers of the fused operations, once per call */
     int64_t first = n < PS_VCHUNK ? n : PS_VCHUNK;

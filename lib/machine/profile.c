@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/cachedir.h"
 #include "core/error.h"
 
 #define PROFILE_VERSION 2
@@ -281,12 +282,6 @@ static void figures_of(const ps_machine *m, ps_machine_figures *f)
 
 /* --------------------------------------------------------------- profile */
 
-static uint64_t fnv1a(uint64_t h, const char *s)
-{
-    for (; *s; s++) { h ^= (unsigned char)*s; h *= 1099511628211ull; }
-    return h;
-}
-
 static void sizes_text(const ps_machine *m, char *buf, size_t len)
 {
     buf[0] = '\0';
@@ -296,30 +291,18 @@ static void sizes_text(const ps_machine *m, char *buf, size_t len)
     }
 }
 
-/* Directory for profiles: $XDG_CACHE_HOME/polysci (absolute paths only, per
- * the XDG spec), else $HOME/.cache/polysci. 0 when neither is usable. */
-static int profile_dir(char *buf, size_t len)
-{
-    const char *x = getenv("XDG_CACHE_HOME");
-    int n;
-    if (x && x[0] == '/') n = snprintf(buf, len, "%s/polysci", x);
-    else {
-        const char *h = getenv("HOME");
-        if (!h || h[0] != '/') { if (len) buf[0] = '\0'; return 0; }
-        n = snprintf(buf, len, "%s/.cache/polysci", h);
-    }
-    return n > 0 && (size_t)n < len ? n : 0;
-}
+/* Directory for profiles: the cache directory itself. */
+static int profile_dir(char *buf, size_t len) { return ps_cache_dir("", buf, len); }
 
 int ps_machine_profile_path(const ps_machine *m, char *buf, size_t len)
 {
     char dir[512], sizes[160];
     if (!m || !profile_dir(dir, sizeof dir)) { if (buf && len) buf[0] = '\0'; return 0; }
     sizes_text(m, sizes, sizeof sizes);
-    uint64_t h = 14695981039346656037ull;
-    h = fnv1a(h, m->cpu_name); h = fnv1a(h, "\n");
-    h = fnv1a(h, m->cpu_key); h = fnv1a(h, "\n");
-    h = fnv1a(h, sizes);
+    uint64_t h = PS_FNV_OFFSET;
+    h = ps_fnv1a(h, m->cpu_name, strlen(m->cpu_name)); h = ps_fnv1a(h, "\n", 1);
+    h = ps_fnv1a(h, m->cpu_key, strlen(m->cpu_key)); h = ps_fnv1a(h, "\n", 1);
+    h = ps_fnv1a(h, sizes, strlen(sizes));
     return snprintf(buf, len, "%s/machine-%016llx.profile", dir, (unsigned long long)h);
 }
 
@@ -417,21 +400,6 @@ int ps_machine_load_profile(ps_machine *m)
     return 1;
 }
 
-static int mkdir_p(const char *dir)
-{
-    char tmp[512];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof tmp) return -1;
-    memcpy(tmp, dir, n + 1);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    return mkdir(tmp, 0700) == 0 || errno == EEXIST ? 0 : -1;
-}
-
 /* Writes the profile atomically (temp file + rename), so a concurrent
  * reader never sees half a file. */
 int ps_machine_save_profile(ps_machine *m)
@@ -450,7 +418,7 @@ int ps_machine_save_profile(ps_machine *m)
         ps_machine_note(m, "profile not saved: %s", why);
         return 0;
     }
-    if (mkdir_p(dir) != 0) {
+    if (ps_mkdir_p(dir) != 0) {
         ps_machine_note(m, "profile not saved: cannot create %s (%s)", dir, strerror(errno));
         return 0;
     }

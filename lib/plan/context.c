@@ -37,6 +37,9 @@ ps_status ps_context_create(const ps_context_options *opts, ps_context **ctx)
     c->memory_limit = opts->memory_limit;
     const char *verbose = getenv("PS_VERBOSE");
     c->verbose = verbose ? atoi(verbose) : 0;
+    const char *codegen = getenv("PS_CODEGEN"), *cc = getenv("PS_CC");
+    c->codegen = !codegen || atoi(codegen) != 0;
+    snprintf(c->cc, sizeof c->cc, "%s", cc && cc[0] && strlen(cc) < sizeof c->cc ? cc : "cc");
     if (opts->n_cache_sizes < 0 || opts->n_cache_sizes > 4) {
         free(c);
         return ps_error(PS_ERR_INVALID_ARG, "ps_context_create: n_cache_sizes %d out of range (0..4)", opts->n_cache_sizes);

@@ -17,6 +17,8 @@ struct ps_context {
     int num_threads;
     size_t memory_limit;
     int verbose;                   /* PS_VERBOSE at creation: 0 off, 1 plans+executions, 2 + ranked variants */
+    int codegen;                   /* PS_CODEGEN at creation: 0 runs expression programs interpreted */
+    char cc[256];                  /* PS_CC at creation: the C compiler of generated code ("cc") */
     ps_machine machine;
     char machine_fingerprint[256]; /* what wisdom must match: CPU and cache sizes */
 

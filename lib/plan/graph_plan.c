@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "codegen/codegen.h"
 #include "core/error.h"
 #include "fusion/fusion_impl.h"
 #include "fusion/fusion.h"
@@ -57,7 +58,35 @@ void ps_graph_plan_destroy(ps_graph_plan *pl)
         }
     free(pl->xs);
     ps_pipeline_release(&pl->pipe);
+    ps_codegen_release(pl->code);
     free(pl);
+}
+
+/* The pointwise stages' expression programs as straight-line code
+ * (lib/codegen), unless PS_GRAPH_NO_CODEGEN; where it cannot be built they
+ * stay interpreted. */
+static ps_status compile_programs(ps_graph_plan *pl)
+{
+    const ps_pipeline *p = &pl->pipe;
+    ps_vprog **progs = malloc(((size_t)p->n + 1) * sizeof *progs);
+    if (!progs) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    int n = 0;
+    for (int s = 0; s < p->n; s++)
+        if (p->st[s].kind == PS_NODE_POINTWISE && ps_pstage_computed(&p->st[s])) progs[n++] = &p->st[s].prog;
+    pl->code_progs = n;
+    ps_status st = PS_SUCCESS;
+    const double t0 = ps_now_ms();
+    if (n == 0) snprintf(pl->code_why, sizeof pl->code_why, "no expression");
+    else if (pl->opts.flags & PS_GRAPH_NO_CODEGEN) snprintf(pl->code_why, sizeof pl->code_why, "PS_GRAPH_NO_CODEGEN");
+    else
+        st = ps_codegen_compile(pl->ctx, pl->k->isa, progs, n, &pl->code, &pl->code_compiled, &pl->code_cached,
+                                pl->code_why, sizeof pl->code_why);
+    pl->code_ms = ps_now_ms() - t0;
+    free(progs);
+    if (!st && pl->ctx->verbose && n)
+        fprintf(stderr, "polysci_verbose,graph_codegen,%d programs,%d compiled,%s,%.3f%s%s\n", n, pl->code_compiled,
+                pl->code_cached ? "cached" : "built", pl->code_ms, pl->code_why[0] ? "," : "", pl->code_why);
+    return st;
 }
 
 static ps_status check_options(const ps_graph *g, const ps_graph_options *o)
@@ -86,7 +115,7 @@ static ps_status check_options(const ps_graph *g, const ps_graph_options *o)
                         o->layer_time_budget_ms);
     if (o->chunk_w < 0 || o->chunk_w > (1 << 24))
         return ps_error(PS_ERR_INVALID_ARG, "%s: chunk_w %lld out of range (0..2^24)", who, (long long)o->chunk_w);
-    if (o->flags & ~(PS_GRAPH_NO_INLINE | PS_GRAPH_NO_EPILOGUE | PS_GRAPH_NO_CACHE))
+    if (o->flags & ~(PS_GRAPH_NO_INLINE | PS_GRAPH_NO_EPILOGUE | PS_GRAPH_NO_CACHE | PS_GRAPH_NO_CODEGEN))
         return ps_error(PS_ERR_INVALID_ARG, "%s: unknown flags 0x%x", who, o->flags);
     if (g->n_outputs < 1) return ps_error(PS_ERR_INVALID_ARG, "%s: the graph has no output (ps_graph_mark_output)", who);
     return PS_SUCCESS;
@@ -909,6 +938,7 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
         const ps_pstage *Q = &p->st[G->mem[0].stage];
         pl->groups[gi].nothing_left = G->n == 1 && Q->kind == PS_NODE_CONCAT && pl->xs[G->mem[0].stage].sliced_inputs == Q->n_in;
     }
+    if (!st) st = compile_programs(pl);
     if (fs) pl->cost_evaluations = fs->evaluations;
     ps_fusion_state_destroy(fs);
     if (ictx) isl_ctx_free(ictx);
@@ -1091,6 +1121,10 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
         n_stages, n_inlined, pl->n_groups, fusion_name(pl->opts.fusion), pl->nthreads, pl->k->isa, pl->plan_ms, pl->fuse_ms,
         pl->dp_states, pl->cost_evaluations, 100.0 * stats.redundant_fraction, pl->workspace_bytes,
         pl->thread_floats * sizeof(float));
+    if (pl->code_progs)
+        out(buf, len, &off, "expression code: %d of %d programs compiled (%s, %.1f ms)%s%s\n", pl->code_compiled,
+            pl->code_progs, pl->code_compiled ? (pl->code_cached ? "from the cache" : "built") : "interpreted",
+            pl->code_ms, pl->code_why[0] ? "; interpreted: " : "", pl->code_why);
     for (int gi = 0; gi < pl->n_groups; gi++) {
         const ps_gx_group *G = &pl->groups[gi];
         const ps_group_eval *ev = &G->ev;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/cachedir.h"
 #include "core/error.h"
 #include "plan/cache.h"
 #include "polysci/version.h"
@@ -20,12 +21,9 @@
 #define WISDOM_MAGIC "polysci-wisdom 1 "
 #define WISDOM_MAX_BYTES ((size_t)64 << 20)
 
-static uint64_t fnv1a(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
-    return h;
-}
+/* The checksum's offset basis is not FNV's (a digit short): files written
+ * with it stay readable. */
+static uint64_t fnv1a(const char *p, size_t n) { return ps_fnv1a(1469598103934665603ull, p, n); }
 
 /* Growable text buffer. */
 typedef struct sbuf {

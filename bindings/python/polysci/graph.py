@@ -25,7 +25,8 @@ import threading
 import numpy as np
 
 from ._lib import (ActLayout, Boundary, ConvStageC, ExprOp, Fusion, GraphOptionsC, GraphPlanStatsC, PoolStageC, Reduce,
-                   Resample, Status, StencilC, TensorInfoC, lib, PS_GRAPH_NO_INLINE, PS_GRAPH_NO_EPILOGUE, PS_POINTWISE_MAX_INPUTS)
+                   Resample, Status, StencilC, TensorInfoC, lib, PS_GRAPH_NO_INLINE, PS_GRAPH_NO_EPILOGUE, PS_GRAPH_NO_CODEGEN,
+                   PS_POINTWISE_MAX_INPUTS)
 from ._lib import has_symbol as _lib_has, path as _lib_path
 from .core import (Context, Error, _LAYOUTS, _Owner, _aligned_empty, _arg_error, _check, _check_array,
                    _check_disjoint, _enum, _int, _int_range, _ms, _pair, _snprintf_call, default_context)
@@ -724,13 +725,13 @@ class Graph:
     # -- planning
 
     def plan(self, ctx=None, fusion="dp", threads=0, tile=None, group_of=None, group_limit=0, no_inline=False,
-             no_epilogue=False, chunk=0, layer_top_k=0, layer_time_budget_ms=0.0):
+             no_epilogue=False, chunk=0, layer_top_k=0, layer_time_budget_ms=0.0, no_codegen=False):
         """A :class:`GraphPlan` of this graph (see there); ctx None: the
         process-wide :func:`default_context`."""
         return GraphPlan(default_context() if ctx is None else ctx, self, fusion=fusion, threads=threads,
                          tile=tile, group_of=group_of, group_limit=group_limit, no_inline=no_inline,
                          no_epilogue=no_epilogue, chunk=chunk, layer_top_k=layer_top_k,
-                         layer_time_budget_ms=layer_time_budget_ms)
+                         layer_time_budget_ms=layer_time_budget_ms, no_codegen=no_codegen)
 
     def __repr__(self):
         if not self._owner:
@@ -778,7 +779,7 @@ class GraphPlan:
 
     GraphPlan(ctx, graph, fusion="dp", threads=0, tile=None, group_of=None,
     group_limit=0, no_inline=False, no_epilogue=False, chunk=0, layer_top_k=0,
-    layer_time_budget_ms=0.0), or ``graph.plan(...)``.
+    layer_time_budget_ms=0.0, no_codegen=False), or ``graph.plan(...)``.
 
     fusion: "dp" (dynamic-programming grouping with the cost and tile-size
     model), "greedy" (maximal fusion), "none" (every stage alone) or "fixed"
@@ -793,6 +794,8 @@ class GraphPlan:
     chunks of so many columns (0: the model's). layer_top_k,
     layer_time_budget_ms: the measured mode (Plan's top_k, time_budget_ms)
     for the convolutions that run alone as layer plans (0: static).
+    no_codegen: run expressions in the interpreter instead of code compiled
+    at plan time (PS_GRAPH_NO_CODEGEN; the same values bit for bit).
 
     The plan copies what it needs: the graph may change or close afterwards.
     It holds a reference to its context.
@@ -807,7 +810,8 @@ class GraphPlan:
     """
 
     def __init__(self, ctx, graph, fusion="dp", threads=0, tile=None, group_of=None, group_limit=0,
-                 no_inline=False, no_epilogue=False, chunk=0, layer_top_k=0, layer_time_budget_ms=0.0):
+                 no_inline=False, no_epilogue=False, chunk=0, layer_top_k=0, layer_time_budget_ms=0.0,
+                 no_codegen=False):
         if not isinstance(ctx, Context):
             raise _arg_error("ctx must be a polysci.Context (got %s)" % type(ctx).__name__)
         if not isinstance(graph, Graph):
@@ -821,7 +825,8 @@ class GraphPlan:
         if tile is not None:
             opts.tile_h, opts.tile_w = _pair("tile", tile)
         opts.group_limit = _int_range("group_limit", group_limit, _INT_MIN, _INT_MAX)
-        opts.flags = (PS_GRAPH_NO_INLINE if no_inline else 0) | (PS_GRAPH_NO_EPILOGUE if no_epilogue else 0)
+        opts.flags = ((PS_GRAPH_NO_INLINE if no_inline else 0) | (PS_GRAPH_NO_EPILOGUE if no_epilogue else 0) |
+                      (PS_GRAPH_NO_CODEGEN if no_codegen else 0))
         opts.chunk_w = _int_range("chunk", chunk, 0, 1 << 24)
         opts.layer_top_k = _int_range("layer_top_k", layer_top_k, _INT_MIN, _INT_MAX)
         opts.layer_time_budget_ms = _ms("layer_time_budget_ms", layer_time_budget_ms)

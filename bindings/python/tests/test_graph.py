@@ -440,6 +440,7 @@ CONFIGS = {
     "dp_tile": dict(fusion="dp", tile=(8, 5)),
     "greedy_tile1": dict(fusion="greedy", tile=1),
     "dp_no_inline": dict(fusion="dp", no_inline=True),
+    "dp_interpreted": dict(fusion="dp", no_codegen=True),
 }
 
 
