@@ -33,7 +33,7 @@ static const struct {
     {"generic", 0, {NULL}},
 };
 
-static const char *const base_flags[] = {"-O3", "-std=c11", "-ffp-contract=off", "-fno-math-errno",
+static const char *const base_flags[] = {"-O2", "-ftree-vectorize", "-fvect-cost-model=cheap", "--param=vect-epilogues-nomask=0", "-std=c11", "-ffp-contract=off", "-fno-math-errno",
                                          "-fno-trapping-math", "-fPIC", "-shared", "-w"};
 
 static int isa_fma(const char *isa)
@@ -189,45 +189,47 @@ static int emit_prog(FILE *f, const ps_vprog *prog, int index, int fma)
     return 1;
 }
 
-/* Runs argv (no shell), its output discarded; its exit status, -1 where
- * it could not start. */
-static int run_quiet(char *const argv[])
-{
-    posix_spawn_file_actions_t fa;
-    if (posix_spawn_file_actions_init(&fa)) return -1;
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc) return -1;
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+/* At most this many translation units per plan, compiled at once. */
+#define PS_CODEGEN_MAX_UNITS 8
 
-static int compile(const char *cc, const char *isa, const char *src, size_t len, const char *dir, const char *path,
-                   char *why, size_t why_len)
-{
-    if (ps_mkdir_p(dir) != 0) {
-        snprintf(why, why_len, "cannot create %s (%s)", dir, strerror(errno));
-        return 0;
-    }
+/* One translation unit: a share of the programs in its own object. */
+typedef struct unit {
+    char *src;              /* C source (owned) */
+    size_t len;
+    char path[600];         /* the object in the cache */
     char csrc[640], tmp[660];
-    snprintf(csrc, sizeof csrc, "%s.XXXXXX.c", path);
-    int fd = mkstemps(csrc, 2);
+    pid_t pid;              /* its compiler while it runs, else 0 */
+    int state;              /* 0 to build, 1 compiling, 2 loaded, -1 failed */
+    void *lib;
+} unit;
+
+/* What ps_codegen_compile hands out: the loaded objects. */
+typedef struct ps_code {
+    int n;
+    void *lib[PS_CODEGEN_MAX_UNITS];
+} ps_code;
+
+/* Starts the compiler on u's source (no shell, output discarded): 1, or 0
+ * with *why set. */
+static int start_compile(const char *cc, const char *isa, unit *u, char *why, size_t why_len)
+{
+    snprintf(u->csrc, sizeof u->csrc, "%s.XXXXXX.c", u->path);
+    int fd = mkstemps(u->csrc, 2);
     if (fd < 0) {
-        snprintf(why, why_len, "cannot write in %s (%s)", dir, strerror(errno));
+        snprintf(why, why_len, "cannot write in the cache directory (%s)", strerror(errno));
         return 0;
     }
-    int ok = write(fd, src, len) == (ssize_t)len;
+    const int ok = write(fd, u->src, u->len) == (ssize_t)u->len;
     close(fd);
     /* the object under a name of its own until it is complete: a plan
      * loading the final name never sees half a file */
-    snprintf(tmp, sizeof tmp, "%.*s.tmp", (int)(strlen(csrc) - 2), csrc);
-    char *argv[32];
+    snprintf(u->tmp, sizeof u->tmp, "%.*s.tmp", (int)(strlen(u->csrc) - 2), u->csrc);
+    if (!ok) {
+        unlink(u->csrc);
+        snprintf(why, why_len, "cannot write %s", u->csrc);
+        return 0;
+    }
+    char *argv[40];
     int k = 0;
     argv[k++] = (char *)cc;
     for (size_t i = 0; i < sizeof base_flags / sizeof *base_flags; i++) argv[k++] = (char *)base_flags[i];
@@ -235,25 +237,59 @@ static int compile(const char *cc, const char *isa, const char *src, size_t len,
         if (!strcmp(isa_flags[t].isa, isa))
             for (int j = 0; isa_flags[t].flags[j]; j++) argv[k++] = (char *)isa_flags[t].flags[j];
     argv[k++] = "-o";
-    argv[k++] = tmp;
-    argv[k++] = csrc;
+    argv[k++] = u->tmp;
+    argv[k++] = u->csrc;
     argv[k++] = "-lm";
     argv[k] = NULL;
-    const int rc = ok ? run_quiet(argv) : -2;
-    unlink(csrc);
-    if (rc != 0) {
-        unlink(tmp);
-        if (rc == -2) snprintf(why, why_len, "cannot write %s", csrc);
-        else if (rc < 0) snprintf(why, why_len, "cannot run the C compiler '%s' (PS_CC)", cc);
-        else snprintf(why, why_len, "'%s' failed (exit %d)", cc, rc);
-        return 0;
+    posix_spawn_file_actions_t fa;
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (!rc) {
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+        rc = posix_spawnp(&u->pid, argv[0], &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
     }
-    if (rename(tmp, path) != 0) {
-        snprintf(why, why_len, "cannot rename into %s (%s)", path, strerror(errno));
-        unlink(tmp);
+    if (rc) {
+        u->pid = 0;
+        unlink(u->csrc);
+        snprintf(why, why_len, "cannot run the C compiler '%s' (PS_CC)", cc);
         return 0;
     }
     return 1;
+}
+
+/* Waits for u's compiler and moves its object into place: 1, or 0 with
+ * *why set. */
+static int finish_compile(const char *cc, unit *u, char *why, size_t why_len)
+{
+    int status = 0, waited;
+    while ((waited = (int)waitpid(u->pid, &status, 0)) < 0 && errno == EINTR) {
+    }
+    u->pid = 0;
+    unlink(u->csrc);
+    const int rc = waited < 0 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (rc != 0) {
+        unlink(u->tmp);
+        snprintf(why, why_len, "'%s' failed (exit %d)", cc, rc);
+        return 0;
+    }
+    if (rename(u->tmp, u->path) != 0) {
+        snprintf(why, why_len, "cannot rename into %s (%s)", u->path, strerror(errno));
+        unlink(u->tmp);
+        return 0;
+    }
+    return 1;
+}
+
+/* The name of unit source src's object in dir. */
+static void unit_path(const ps_context *ctx, const char *isa, const char *dir, unit *u)
+{
+    uint64_t h = ps_fnv1a(PS_FNV_OFFSET, u->src, u->len);
+    h = ps_fnv1a(h, ctx->cc, strlen(ctx->cc));
+    h = ps_fnv1a(h, isa, strlen(isa));
+    for (size_t i = 0; i < sizeof base_flags / sizeof *base_flags; i++) h = ps_fnv1a(h, base_flags[i], strlen(base_flags[i]));
+    snprintf(u->path, sizeof u->path, "%s/vprog-%s-%016llx.so", dir, isa, (unsigned long long)h);
 }
 
 ps_status ps_codegen_compile(const ps_context *ctx, const char *isa, ps_vprog *const *progs, int n, void **handle,
@@ -267,89 +303,126 @@ ps_status ps_codegen_compile(const ps_context *ctx, const char *isa, ps_vprog *c
         snprintf(why, why_len, "PS_CODEGEN=0");
         return PS_SUCCESS;
     }
-    char *src = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&src, &len);
-    if (!f) return ps_error(PS_ERR_OUT_OF_MEMORY, "codegen: out of memory");
-    fputs("#include <math.h>\n#include <stdint.h>\n\n", f);
-    int any = 0, oom = 0;
-    unsigned char *written = calloc((size_t)(n > 0 ? n : 1), 1);
-    for (int i = 0; i < n && written && !oom; i++) {
-        if (!ps_codegen_covers(progs[i])) continue;
-        /* each program apart first: one with an operation the generator
-         * cannot write stays interpreted */
-        char *one = NULL;
-        size_t one_len = 0;
-        FILE *g = open_memstream(&one, &one_len);
-        if (!g) {
-            oom = 1;
-            break;
-        }
-        const int ok = emit_prog(g, progs[i], i, isa_fma(isa));
-        if (fclose(g) != 0 || !one) oom = 1;
-        else if (ok) {
-            fputs(one, f);
-            written[i] = 1;
-            any = 1;
-        }
-        free(one);
-    }
-    if (fclose(f) != 0 || !src || !written || oom) {
-        free(written);
-        free(src);
-        return ps_error(PS_ERR_OUT_OF_MEMORY, "codegen: out of memory");
-    }
-    len = strlen(src);
-    if (!any) {
-        free(written);
-        free(src);
-        snprintf(why, why_len, "no program the generator writes");
-        return PS_SUCCESS;
-    }
-    /* The object's name: the source and everything that shapes the code. */
-    uint64_t h = ps_fnv1a(PS_FNV_OFFSET, src, len);
-    h = ps_fnv1a(h, ctx->cc, strlen(ctx->cc));
-    h = ps_fnv1a(h, isa, strlen(isa));
-    for (size_t i = 0; i < sizeof base_flags / sizeof *base_flags; i++) h = ps_fnv1a(h, base_flags[i], strlen(base_flags[i]));
-    char dir[512], path[600];
+    char dir[512];
     if (!ps_cache_dir("/jit", dir, sizeof dir)) {
-        free(written);
-        free(src);
         snprintf(why, why_len, "no cache directory (XDG_CACHE_HOME/HOME unset)");
         return PS_SUCCESS;
     }
-    snprintf(path, sizeof path, "%s/vprog-%s-%016llx.so", dir, isa, (unsigned long long)h);
-    void *lib = access(path, R_OK) == 0 ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
-    if (lib) *cached = 1;
-    else if (compile(ctx->cc, isa, src, len, dir, path, why, why_len)) lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    else {
-        free(written);
-        free(src);
-        return PS_SUCCESS;
+    /* Each program's text apart first: one with an operation the generator
+     * cannot write stays interpreted. */
+    char **text = calloc((size_t)(n > 0 ? n : 1), sizeof *text);
+    int *unit_of = malloc((size_t)(n > 0 ? n : 1) * sizeof *unit_of);
+    unit units[PS_CODEGEN_MAX_UNITS];
+    memset(units, 0, sizeof units);
+    ps_status st = text && unit_of ? PS_SUCCESS : PS_ERR_OUT_OF_MEMORY;
+    int written = 0;
+    for (int i = 0; i < n && !st; i++) {
+        unit_of[i] = -1;
+        if (!ps_codegen_covers(progs[i])) continue;
+        size_t len = 0;
+        FILE *g = open_memstream(&text[i], &len);
+        if (!g) {
+            st = PS_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        const int ok = emit_prog(g, progs[i], i, isa_fma(isa));
+        if (fclose(g) != 0 || !text[i]) st = PS_ERR_OUT_OF_MEMORY;
+        else if (!ok) {
+            free(text[i]);
+            text[i] = NULL;
+        } else {
+            written++;
+        }
     }
-    free(src);
-    if (!lib) {
-        free(written);
-        const char *e = dlerror();
-        snprintf(why, why_len, "cannot load %s (%s)", path, e ? e : "?");
-        return PS_SUCCESS;
+    /* One unit per thread, at least three programs each: every compiler
+     * process pays ~20 ms to start, and the threads compile at once. */
+    int n_units = ctx->num_threads < 1 ? 1 : ctx->num_threads;
+    if (n_units > PS_CODEGEN_MAX_UNITS) n_units = PS_CODEGEN_MAX_UNITS;
+    if (n_units > (written + 2) / 3) n_units = (written + 2) / 3;
+    for (int u = 0; u < n_units && !st; u++) {
+        FILE *f = open_memstream(&units[u].src, &units[u].len);
+        if (!f) {
+            st = PS_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        fputs("#include <math.h>\n#include <stdint.h>\n\n", f);
+        for (int i = 0, k = 0; i < n; i++)
+            if (text[i]) {
+                if (k % n_units == u) {
+                    fputs(text[i], f);
+                    unit_of[i] = u;
+                }
+                k++;
+            }
+        if (fclose(f) != 0 || !units[u].src) st = PS_ERR_OUT_OF_MEMORY;
+        else unit_path(ctx, isa, dir, &units[u]);
     }
-    for (int i = 0; i < n; i++) {
-        if (!written[i]) continue;
+    if (!st && written == 0) snprintf(why, why_len, "no program the generator writes");
+    int started = 0, loaded_cached = 0;
+    for (int u = 0; u < n_units && !st; u++) {
+        unit *U = &units[u];
+        U->lib = access(U->path, R_OK) == 0 ? dlopen(U->path, RTLD_NOW | RTLD_LOCAL) : NULL;
+        if (U->lib) {
+            U->state = 2;
+            loaded_cached++;
+        } else if (!started++ && ps_mkdir_p(dir) != 0) {
+            snprintf(why, why_len, "cannot create %s (%s)", dir, strerror(errno));
+            U->state = -1;
+            break;
+        } else {
+            U->state = start_compile(ctx->cc, isa, U, why, why_len) ? 1 : -1;
+        }
+    }
+    for (int u = 0; u < n_units; u++) {
+        unit *U = &units[u];
+        if (U->state != 1) continue;
+        U->state = finish_compile(ctx->cc, U, why, why_len) ? 2 : -1;
+        if (U->state == 2 && !(U->lib = dlopen(U->path, RTLD_NOW | RTLD_LOCAL))) {
+            const char *e = dlerror();
+            snprintf(why, why_len, "cannot load %s (%s)", U->path, e ? e : "?");
+            U->state = -1;
+        }
+    }
+    ps_code *code = NULL;
+    if (!st) {
+        code = calloc(1, sizeof *code);
+        if (!code) st = PS_ERR_OUT_OF_MEMORY;
+    }
+    for (int u = 0; u < n_units; u++) {
+        if (code && units[u].lib) code->lib[code->n++] = units[u].lib;
+        else if (units[u].lib) dlclose(units[u].lib);
+        free(units[u].src);
+    }
+    for (int i = 0; i < n && code; i++) {
+        if (unit_of[i] < 0 || !units[unit_of[i]].lib) continue;
         char name[32];
         snprintf(name, sizeof name, "ps_vp_%d", i);
         ps_vprog_fn fn;
-        void *sym = dlsym(lib, name);
+        void *sym = dlsym(units[unit_of[i]].lib, name);
         memcpy(&fn, &sym, sizeof fn); /* object to function pointer: POSIX dlsym */
         progs[i]->fn = fn;
         *n_compiled += fn != NULL;
     }
-    free(written);
-    *handle = lib;
+    for (int i = 0; text && i < n; i++) free(text[i]);
+    free(text);
+    free(unit_of);
+    if (st) {
+        ps_codegen_release(code);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+    }
+    *cached = n_units > 0 && loaded_cached == n_units;
+    if (code && code->n == 0) {
+        free(code);
+        code = NULL;
+    }
+    *handle = code;
     return PS_SUCCESS;
 }
 
 void ps_codegen_release(void *handle)
 {
-    if (handle) dlclose(handle);
+    ps_code *code = handle;
+    if (!code) return;
+    for (int u = 0; u < code->n; u++) dlclose(code->lib[u]);
+    free(code);
 }
