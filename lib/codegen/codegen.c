@@ -13,6 +13,7 @@
 
 #include "core/cachedir.h"
 #include "core/error.h"
+#include "graph/graph_impl.h"
 #include "plan/context_impl.h"
 
 extern char **environ;
@@ -43,11 +44,6 @@ static int isa_fma(const char *isa)
     return 0;
 }
 
-static int arity(int op)
-{
-    return op == PS_EXPR_SELECT || op == PS_EXPR_CLAMP ? 3 : op >= PS_EXPR_ADD ? 2 : op >= PS_EXPR_NEG ? 1 : 0;
-}
-
 int ps_codegen_covers(const ps_vprog *prog)
 {
     if (!prog || prog->n_ops < 1) return 0;
@@ -75,17 +71,10 @@ static void operand(FILE *f, const ps_vop *op, int j)
     else fprintf(f, "r%d", a);
 }
 
-static const char *cmp_text(int cmp)
+/* A comparison's C operator, NULL for any other operation. */
+static const char *cmp_text(int op)
 {
-    switch (cmp) {
-    case PS_EXPR_LT: return "<";
-    case PS_EXPR_LE: return "<=";
-    case PS_EXPR_GT: return ">";
-    case PS_EXPR_GE: return ">=";
-    case PS_EXPR_EQ: return "==";
-    case PS_EXPR_NE: return "!=";
-    default: return NULL;
-    }
+    return op >= PS_EXPR_LT && op <= PS_EXPR_NE ? ps_expr_op_text((ps_expr_op)op) : NULL;
 }
 
 /* One statement per operation, in the interpreter's order and forms
@@ -127,16 +116,16 @@ static int emit_op(FILE *f, const ps_vop *op, int fma)
             break;
         default: return 0;
         }
-    } else if (arity(op->op) == 0) {
+    } else if (ps_expr_arity((ps_expr_op)op->op) == 0) {
         A(0);
-    } else if (arity(op->op) == 1) {
+    } else if (ps_expr_arity((ps_expr_op)op->op) == 1) {
         const char *fn = op->op == PS_EXPR_NEG ? "-" : op->op == PS_EXPR_ABS ? "fabsf" : op->op == PS_EXPR_SQRT ? "sqrtf"
                          : op->op == PS_EXPR_FLOOR ? "floorf" : NULL;
         if (!fn) return 0;
         fprintf(f, "%s(", fn), A(0), fputs(")", f);
     } else if (c) {
         fputs("(", f), A(0), fprintf(f, " %s ", c), A(1), fputs(") ? 1.0f : 0.0f", f);
-    } else if (arity(op->op) == 2) {
+    } else if (ps_expr_arity((ps_expr_op)op->op) == 2) {
         switch (op->op) {
         case PS_EXPR_ADD: A(0), fputs(" + ", f), A(1); break;
         case PS_EXPR_SUB: A(0), fputs(" - ", f), A(1); break;

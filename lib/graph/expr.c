@@ -140,7 +140,7 @@ ps_expr *ps_expr_substitute(const ps_expr *e, const int *input_map, ps_expr *con
     return r;
 }
 
-static const char *op_text(ps_expr_op op)
+const char *ps_expr_op_text(ps_expr_op op)
 {
     switch (op) {
     case PS_EXPR_NEG: return "-";
@@ -189,13 +189,13 @@ static void to_str(const ps_expr *e, char *buf, int len, int *off)
         else put(buf, len, off, "in%d", e->index);
         return;
     case 1:
-        put(buf, len, off, e->op == PS_EXPR_NEG ? "(-" : "%s(", op_text(e->op));
+        put(buf, len, off, e->op == PS_EXPR_NEG ? "(-" : "%s(", ps_expr_op_text(e->op));
         to_str(e->arg[0], buf, len, off);
         put(buf, len, off, ")");
         return;
     case 2:
         if (e->op == PS_EXPR_MIN || e->op == PS_EXPR_MAX) {
-            put(buf, len, off, "%s(", op_text(e->op));
+            put(buf, len, off, "%s(", ps_expr_op_text(e->op));
             to_str(e->arg[0], buf, len, off);
             put(buf, len, off, ", ");
             to_str(e->arg[1], buf, len, off);
@@ -203,13 +203,13 @@ static void to_str(const ps_expr *e, char *buf, int len, int *off)
         } else {
             put(buf, len, off, "(");
             to_str(e->arg[0], buf, len, off);
-            put(buf, len, off, " %s ", op_text(e->op));
+            put(buf, len, off, " %s ", ps_expr_op_text(e->op));
             to_str(e->arg[1], buf, len, off);
             put(buf, len, off, ")");
         }
         return;
     default:
-        put(buf, len, off, "%s(", op_text(e->op));
+        put(buf, len, off, "%s(", ps_expr_op_text(e->op));
         for (int i = 0; i < 3; i++) {
             if (i) put(buf, len, off, ", ");
             to_str(e->arg[i], buf, len, off);

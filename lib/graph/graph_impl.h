@@ -20,6 +20,9 @@ struct ps_expr {
 
 /* Operands an operator takes (0 for leaves), -1 for an unknown op. */
 int ps_expr_arity(ps_expr_op op);
+/* The operator as ps_expr_to_str prints it: the C operator of arithmetic and
+ * comparisons ("+", "<=", ...), else the function's name ("sqrt", "select"). */
+const char *ps_expr_op_text(ps_expr_op op);
 /* Largest input index the tree uses, -1 if none. */
 int ps_expr_max_input(const ps_expr *e);
 /* Nodes in the tree. */
