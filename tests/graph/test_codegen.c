@@ -6,13 +6,20 @@
  * select), with constants in every operand position; inputs hold ordinary
  * values, zeros, negatives (sqrt of them: NaN), infinities and ties for the
  * comparisons. Rows of 1-300 points (vector bodies and every tail). A
- * program with exp or log stays interpreted (fn NULL). */
+ * program with exp or log stays interpreted (fn NULL). Objects go to a
+ * cache directory of the test's own: compiled the first time, loaded the
+ * second; PS_CODEGEN=0 compiles nothing. */
+#define _GNU_SOURCE /* mkdtemp, setenv */
 #include "row_tables.h"
 #include "test_util.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codegen/codegen.h"
 
@@ -140,19 +147,88 @@ static void check_table(ps_context *ctx, const ps_row_kernels *k)
         ps_expr_free(e[i]);
     }
     ps_codegen_release(handle);
-    /* the same programs again: loaded from the cache, not compiled */
-    printf("%s: %d programs compiled (%s)\n", k->isa, compiled, cached ? "cached" : "built");
+    TU_CHECK(!cached, "%s: a fresh cache directory held the objects already", k->isa);
+    printf("%s: %d programs compiled\n", k->isa, compiled);
+}
+
+/* The same program planned twice: compiled once into the cache, loaded the
+ * second time; with PS_CODEGEN=0 in the context, interpreted. */
+static void cache_reuse(ps_context *ctx, const ps_row_kernels *k)
+{
+    ps_expr *e = ps_expr_binary(PS_EXPR_ADD, ps_expr_binary(PS_EXPR_MUL, ps_expr_input(0), ps_expr_input(1)),
+                                ps_expr_const(0.5f));
+    for (int round = 0; round < 2; round++) {
+        ps_vprog prog;
+        ps_vprog *progs[1] = {&prog};
+        TU_CHECK(e && ps_vprog_lower(e, &prog) == PS_SUCCESS, "lowering: %s", ps_last_error_message());
+        void *handle = NULL;
+        int compiled = 0, cached = 0;
+        char why[200];
+        TU_CHECK(ps_codegen_compile(ctx, k->isa, progs, 1, &handle, &compiled, &cached, why, sizeof why) == PS_SUCCESS &&
+                     compiled == 1 && prog.fn && cached == round,
+                 "%s, round %d: compiled %d, cached %d (%s)", k->isa, round, compiled, cached, why);
+        ps_codegen_release(handle);
+        ps_vprog_release(&prog);
+    }
+    ps_expr_free(e);
+}
+
+/* Removes dir/jit's files, dir/jit and dir (the test's own cache). */
+static void remove_cache(const char *dir)
+{
+    char jit[600], path[900];
+    snprintf(jit, sizeof jit, "%s/polysci/jit", dir);
+    DIR *d = opendir(jit);
+    for (struct dirent *f; d && (f = readdir(d));) {
+        if (f->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "%s/%s", jit, f->d_name);
+        unlink(path);
+    }
+    if (d) closedir(d);
+    rmdir(jit);
+    snprintf(path, sizeof path, "%s/polysci", dir);
+    rmdir(path);
+    rmdir(dir);
 }
 
 int main(void)
 {
+    /* A cache directory of its own: every object is compiled here (none left
+     * from earlier runs), and the user's cache is not touched. */
+    char dir[] = "/tmp/ps_test_codegen.XXXXXX";
+    TU_CHECK(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno));
+    setenv("XDG_CACHE_HOME", dir, 1);
+    setenv("PS_CODEGEN", "1", 1);
     ps_context *ctx = NULL;
     TU_CHECK(ps_context_create(NULL, &ctx) == PS_SUCCESS, "context: %s", ps_last_error_message());
     if (!ctx) return tu_finish("test_codegen");
     const ps_row_kernels *tables[3];
     int lanes[3];
     const int n = tu_row_tables(tables, lanes);
-    for (int i = 0; i < n; i++) check_table(ctx, tables[i]);
+    for (int i = 0; i < n; i++) {
+        check_table(ctx, tables[i]);
+        cache_reuse(ctx, tables[i]);
+    }
     ps_context_destroy(ctx);
+    /* PS_CODEGEN=0: nothing compiled, the reason given */
+    setenv("PS_CODEGEN", "0", 1);
+    TU_CHECK(ps_context_create(NULL, &ctx) == PS_SUCCESS, "context: %s", ps_last_error_message());
+    if (ctx) {
+        ps_expr *e = ps_expr_binary(PS_EXPR_SUB, ps_expr_input(0), ps_expr_const(1.0f));
+        ps_vprog prog;
+        ps_vprog *progs[1] = {&prog};
+        void *handle = NULL;
+        int compiled = 0, cached = 0;
+        char why[200];
+        TU_CHECK(e && ps_vprog_lower(e, &prog) == PS_SUCCESS &&
+                     ps_codegen_compile(ctx, tables[0]->isa, progs, 1, &handle, &compiled, &cached, why, sizeof why) ==
+                         PS_SUCCESS &&
+                     !handle && compiled == 0 && !prog.fn && strstr(why, "PS_CODEGEN=0"),
+                 "PS_CODEGEN=0: compiled %d (%s)", compiled, why);
+        ps_vprog_release(&prog);
+        ps_expr_free(e);
+        ps_context_destroy(ctx);
+    }
+    remove_cache(dir);
     return tu_finish("test_codegen");
 }
