@@ -62,13 +62,21 @@ static void literal(FILE *f, float v)
     else fprintf(f, "(%af)", (double)v);
 }
 
+/* How a program's operands are written: its registers' prefix, the C
+ * expression of each input, and its result's destination. */
+typedef struct names {
+    const char *reg;
+    const char *const *in;
+    const char *out;
+} names;
+
 /* Operand j of op: a constant, an input's element or a register. */
-static void operand(FILE *f, const ps_vop *op, int j)
+static void operand(FILE *f, const ps_vop *op, int j, const names *nm)
 {
     const int a = op->a[j];
     if (a == PS_VOP_CONST) literal(f, op->k[j]);
-    else if (PS_VOP_IS_INPUT(a)) fprintf(f, "i%d[i]", PS_VOP_INPUT_INDEX(a));
-    else fprintf(f, "r%d", a);
+    else if (PS_VOP_IS_INPUT(a)) fputs(nm->in[PS_VOP_INPUT_INDEX(a)], f);
+    else fprintf(f, "%s%d", nm->reg, a);
 }
 
 /* A comparison's C operator, NULL for any other operation. */
@@ -82,12 +90,12 @@ static const char *cmp_text(int op)
  * fma: the fused forms as the table's contraction computes them (one
  * product and the sum in one rounding; a * b + c * d contracts the first
  * product). */
-static int emit_op(FILE *f, const ps_vop *op, int fma)
+static int emit_op(FILE *f, const ps_vop *op, int fma, const names *nm)
 {
     char dst[32];
-    if (op->dst == PS_VOP_OUT) snprintf(dst, sizeof dst, "out[i]");
-    else snprintf(dst, sizeof dst, "r%d", op->dst);
-#define A(j) operand(f, op, j)
+    if (op->dst == PS_VOP_OUT) snprintf(dst, sizeof dst, "%s", nm->out);
+    else snprintf(dst, sizeof dst, "%s%d", nm->reg, op->dst);
+#define A(j) operand(f, op, j, nm)
     fprintf(f, "        %s = ", dst);
     const char *c = cmp_text(op->op);
     if (op->op >= PS_VOP_FMA) {
@@ -150,30 +158,153 @@ static int emit_op(FILE *f, const ps_vop *op, int fma)
     return 1;
 }
 
-/* Function `name` computing prog: inputs and constant registers bound
- * once, the operations on locals inside one loop the compiler vectorizes. */
-static int emit_prog(FILE *f, const ps_vprog *prog, int index, int fma)
+/* The largest input index prog reads, plus one. */
+static int prog_inputs(const ps_vprog *prog)
 {
     int n_in = 0;
     for (int o = 0; o < prog->n_ops; o++)
         for (int j = 0; j < 4; j++)
             if (PS_VOP_IS_INPUT(prog->ops[o].a[j]) && PS_VOP_INPUT_INDEX(prog->ops[o].a[j]) + 1 > n_in)
                 n_in = PS_VOP_INPUT_INDEX(prog->ops[o].a[j]) + 1;
-    fprintf(f, "void ps_vp_%d(float *restrict out, const float *const *in, int64_t n)\n{\n", index);
-    for (int j = 0; j < n_in; j++) fprintf(f, "    const float *restrict i%d = in[%d];\n", j, j);
+    return n_in;
+}
+
+/* prog's constant registers, bound once before the loop. */
+static void emit_consts(FILE *f, const ps_vprog *prog, const char *reg)
+{
     for (int c = 0; c < prog->n_consts; c++) {
-        fprintf(f, "    const float r%d = ", prog->const_reg[c]);
+        fprintf(f, "    const float %s%d = ", reg, prog->const_reg[c]);
         literal(f, prog->const_val[c]);
         fputs(";\n", f);
     }
-    fputs("    for (int64_t i = 0; i < n; i++) {\n", f);
+}
+
+/* prog's other registers as locals and its operations: 0 for an
+ * operation the generator cannot write. */
+static int emit_body(FILE *f, const ps_vprog *prog, int fma, const names *nm)
+{
     for (int r = 0; r < prog->n_regs; r++) {
         int is_const = 0;
         for (int c = 0; c < prog->n_consts; c++) is_const |= prog->const_reg[c] == r;
-        if (!is_const) fprintf(f, "        float r%d;\n", r);
+        if (!is_const) fprintf(f, "        float %s%d;\n", nm->reg, r);
     }
     for (int o = 0; o < prog->n_ops; o++)
-        if (!emit_op(f, &prog->ops[o], fma)) return 0;
+        if (!emit_op(f, &prog->ops[o], fma, nm)) return 0;
+    return 1;
+}
+
+/* Function ps_vp_<index> computing prog: inputs and constant registers
+ * bound once, the operations on locals inside one loop the compiler
+ * vectorizes. */
+static int emit_prog(FILE *f, const ps_vprog *prog, int index, int fma)
+{
+    const int n_in = prog_inputs(prog);
+    char in_text[PS_POINTWISE_MAX_INPUTS][16];
+    const char *in[PS_POINTWISE_MAX_INPUTS];
+    if (n_in > PS_POINTWISE_MAX_INPUTS) return 0;
+    fprintf(f, "void ps_vp_%d(float *restrict out, const float *const *in, int64_t n)\n{\n", index);
+    for (int j = 0; j < n_in; j++) {
+        fprintf(f, "    const float *restrict i%d = in[%d];\n", j, j);
+        snprintf(in_text[j], sizeof in_text[j], "i%d[i]", j);
+        in[j] = in_text[j];
+    }
+    const names nm = {"r", in, "out[i]"};
+    emit_consts(f, prog, "r");
+    fputs("    for (int64_t i = 0; i < n; i++) {\n", f);
+    if (!emit_body(f, prog, fma, &nm)) return 0;
+    fputs("    }\n}\n\n", f);
+    return 1;
+}
+
+int ps_codegen_covers_taps(const ps_tprog *tp)
+{
+    if (!tp || !ps_codegen_covers(tp->prog) || tp->n_terms > PS_POINTWISE_MAX_INPUTS || tp->n_rows < 1) return 0;
+    for (int j = 0; j < tp->n_terms; j++) {
+        const ps_tap_term *T = &tp->term[j];
+        if (T->inl && (!ps_codegen_covers(T->inl) || prog_inputs(T->inl) > PS_POINTWISE_MAX_INPUTS)) return 0;
+    }
+    return 1;
+}
+
+/* Function ps_tp_<index> computing tp (codegen.h): each term's value in a
+ * local (a row's element, or the sum over its taps with the inlined
+ * producer's operations written once per tap), then the reader's
+ * operations on them. The sum runs as the row kernels' (kernels/rows_isa.c
+ * sum): from the bias, one multiply-add per tap in tap order, contracted
+ * where the table contracts; the clamp as its clamp: max first, then min. */
+static int emit_tprog(FILE *f, const ps_tprog *tp, int index, int fma)
+{
+    fprintf(f, "void ps_tp_%d(float *restrict out, const float *const *rows, const float *const *wv, const float *bv, "
+               "int64_t n)\n{\n", index);
+    for (int r = 0; r < tp->n_rows; r++) fprintf(f, "    const float *restrict q%d = rows[%d];\n", r, r);
+    emit_consts(f, tp->prog, "r");
+    for (int j = 0; j < tp->n_terms; j++) {
+        const ps_tap_term *T = &tp->term[j];
+        if (T->n_taps == 0) continue;
+        fprintf(f, "    const float b%d = bv[%d];\n", j, j);
+        for (int t = 0; t < T->n_taps; t++) {
+            fprintf(f, "    const float w%d_%d = ", j, t);
+            if (T->w) literal(f, T->w[t]);
+            else fprintf(f, "wv[%d][%d]", j, t);
+            fputs(";\n", f);
+        }
+        if (T->inl) {
+            char reg[16];
+            snprintf(reg, sizeof reg, "t%d_", j);
+            emit_consts(f, T->inl, reg);
+        }
+    }
+    fputs("    for (int64_t i = 0; i < n; i++) {\n", f);
+    char in_text[PS_POINTWISE_MAX_INPUTS][48], x_text[PS_POINTWISE_MAX_INPUTS][16];
+    const char *in[PS_POINTWISE_MAX_INPUTS], *x[PS_POINTWISE_MAX_INPUTS];
+    for (int j = 0; j < tp->n_terms; j++) {
+        const ps_tap_term *T = &tp->term[j];
+        snprintf(x_text[j], sizeof x_text[j], "x%d", j);
+        x[j] = x_text[j];
+        if (T->n_taps == 0) {
+            fprintf(f, "        const float x%d = q%d[i + %d];\n", j, T->tap_row[0], T->tap_off[0]);
+            continue;
+        }
+        const int n_in = T->inl ? prog_inputs(T->inl) : 1, ld = T->n_inl_in > 0 ? T->n_inl_in : 1;
+        fprintf(f, "        float a%d = b%d;\n", j, j);
+        for (int t = 0; t < T->n_taps; t++) {
+            for (int k = 0; k < n_in; k++) {
+                snprintf(in_text[k], sizeof in_text[k], "q%d[i + %d]", T->tap_row[t * ld + k], T->tap_off[t * ld + k]);
+                in[k] = in_text[k];
+            }
+            fputs("        {\n", f);
+            if (T->inl) {
+                char reg[16];
+                snprintf(reg, sizeof reg, "t%d_", j);
+                fputs("        float p;\n", f);
+                const names nm = {reg, in, "p"};
+                if (!emit_body(f, T->inl, fma, &nm)) return 0;
+            } else {
+                fprintf(f, "        const float p = %s;\n", in[0]);
+            }
+            /* a weight of +-1 (a box sum): the multiply-add rounds as the
+             * plain sum, which runs on the adders, beside the products */
+            if (T->w && (T->w[t] == 1.0f || T->w[t] == -1.0f))
+                fprintf(f, "        a%d = a%d %c p;\n", j, j, T->w[t] > 0 ? '+' : '-');
+            else if (fma) fprintf(f, "        a%d = fmaf(w%d_%d, p, a%d);\n", j, j, t, j);
+            else fprintf(f, "        a%d = a%d + w%d_%d * p;\n", j, j, j, t);
+            fputs("        }\n", f);
+        }
+        if (T->act) {
+            fprintf(f, "        {\n            const float v_ = (a%d > ", j);
+            literal(f, T->lo);
+            fprintf(f, ") ? a%d : ", j);
+            literal(f, T->lo);
+            fprintf(f, ";\n            a%d = (v_ < ", j);
+            literal(f, T->hi);
+            fputs(") ? v_ : ", f);
+            literal(f, T->hi);
+            fputs(";\n        }\n", f);
+        }
+        fprintf(f, "        const float x%d = a%d;\n", j, j);
+    }
+    const names nm = {"r", x, "out[i]"};
+    if (!emit_body(f, tp->prog, fma, &nm)) return 0;
     fputs("    }\n}\n\n", f);
     return 1;
 }
@@ -281,9 +412,11 @@ static void unit_path(const ps_context *ctx, const char *isa, const char *dir, u
     snprintf(u->path, sizeof u->path, "%s/vprog-%s-%016llx.so", dir, isa, (unsigned long long)h);
 }
 
-ps_status ps_codegen_compile(const ps_context *ctx, const char *isa, ps_vprog *const *progs, int n, void **handle,
-                             int *n_compiled, int *cached, char *why, size_t why_len)
+ps_status ps_codegen_compile(const ps_context *ctx, const char *isa, ps_vprog *const *progs, int n_progs,
+                             ps_tprog *const *taps, int n_taps, void **handle, int *n_compiled, int *cached, char *why,
+                             size_t why_len)
 {
+    const int n = n_progs + n_taps; /* items: the programs, then the tap programs */
     *handle = NULL;
     *n_compiled = 0;
     *cached = 0;
@@ -307,14 +440,15 @@ ps_status ps_codegen_compile(const ps_context *ctx, const char *isa, ps_vprog *c
     int written = 0;
     for (int i = 0; i < n && !st; i++) {
         unit_of[i] = -1;
-        if (!ps_codegen_covers(progs[i])) continue;
+        if (i < n_progs ? !ps_codegen_covers(progs[i]) : !ps_codegen_covers_taps(taps[i - n_progs])) continue;
         size_t len = 0;
         FILE *g = open_memstream(&text[i], &len);
         if (!g) {
             st = PS_ERR_OUT_OF_MEMORY;
             break;
         }
-        const int ok = emit_prog(g, progs[i], i, isa_fma(isa));
+        const int ok = i < n_progs ? emit_prog(g, progs[i], i, isa_fma(isa))
+                                   : emit_tprog(g, taps[i - n_progs], i - n_progs, isa_fma(isa));
         if (fclose(g) != 0 || !text[i]) st = PS_ERR_OUT_OF_MEMORY;
         else if (!ok) {
             free(text[i]);
@@ -385,12 +519,12 @@ ps_status ps_codegen_compile(const ps_context *ctx, const char *isa, ps_vprog *c
     for (int i = 0; i < n && code; i++) {
         if (unit_of[i] < 0 || !units[unit_of[i]].lib) continue;
         char name[32];
-        snprintf(name, sizeof name, "ps_vp_%d", i);
-        ps_vprog_fn fn;
+        snprintf(name, sizeof name, i < n_progs ? "ps_vp_%d" : "ps_tp_%d", i < n_progs ? i : i - n_progs);
         void *sym = dlsym(units[unit_of[i]].lib, name);
-        memcpy(&fn, &sym, sizeof fn); /* object to function pointer: POSIX dlsym */
-        progs[i]->fn = fn;
-        *n_compiled += fn != NULL;
+        /* object to function pointer: POSIX dlsym */
+        if (i < n_progs) memcpy(&progs[i]->fn, &sym, sizeof progs[i]->fn);
+        else memcpy(&taps[i - n_progs]->fn, &sym, sizeof taps[i - n_progs]->fn);
+        *n_compiled += sym != NULL;
     }
     for (int i = 0; text && i < n; i++) free(text[i]);
     free(text);

@@ -24,15 +24,46 @@
 /* Whether the generator writes prog (every operation but exp and log). */
 int ps_codegen_covers(const ps_vprog *prog);
 
+/* A tap program: a pointwise reader's expression over terms, each term a
+ * row's element at the output column or a stencil sum (unit column stride)
+ * whose taps read rows, directly or through a pointwise producer inlined
+ * at every tap. Everything stays in registers: no row of the stencil or of
+ * the producer is stored. rows[r] points at the first column row r is
+ * read from for the call's first output; tap_off is the column offset
+ * from there. */
+typedef void (*ps_tap_fn)(float *restrict out, const float *const *rows, const float *const *w, const float *bias,
+                          int64_t n);
+
+typedef struct ps_tap_term {
+    int n_taps;            /* 0: row tap_row[0] at offset tap_off[0]; else bias + sum of w[t] * tap t */
+    const float *w;        /* n_taps weights written as constants, NULL: the call's w[term] */
+    int act;               /* the sum clamped to [lo, hi] */
+    float lo, hi;
+    const ps_vprog *inl;   /* a tap's value: this program of n_inl_in rows, NULL: one row's element */
+    int n_inl_in;
+    int *tap_row, *tap_off;/* max(1, n_taps) x max(1, n_inl_in): the row and offset of tap t, input k */
+} ps_tap_term;
+
+typedef struct ps_tprog {
+    ps_tap_fn fn;          /* set by ps_codegen_compile, or NULL */
+    const ps_vprog *prog;  /* the reader's expression: input j is term j */
+    int n_terms, n_rows;
+    ps_tap_term *term;
+} ps_tprog;
+
+/* Whether the generator writes tp (its programs are covered). */
+int ps_codegen_covers_taps(const ps_tprog *tp);
+
 /* __give *handle (NULL where nothing was loaded; release with
  * ps_codegen_release after the programs' last use). Compiles the programs
- * it covers for the row-kernel table `isa` ("avx512", "avx2", "generic")
- * and sets their fn. A missing compiler, a failed compilation or an
+ * and tap programs it covers for the row-kernel table `isa` ("avx512",
+ * "avx2", "generic") and sets their fn; *n_compiled counts both. A missing compiler, a failed compilation or an
  * unusable cache directory is not an error: those programs keep fn = NULL
  * (the interpreter), *why says why (why_len > 0). Returns
  * PS_ERR_OUT_OF_MEMORY only. */
-ps_status ps_codegen_compile(const ps_context *ctx, const char *isa, ps_vprog *const *progs, int n, void **handle,
-                             int *n_compiled, int *cached, char *why, size_t why_len);
+ps_status ps_codegen_compile(const ps_context *ctx, const char *isa, ps_vprog *const *progs, int n_progs,
+                             ps_tprog *const *taps, int n_taps, void **handle, int *n_compiled, int *cached, char *why,
+                             size_t why_len);
 
 void ps_codegen_release(void *handle);
 

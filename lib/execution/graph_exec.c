@@ -841,9 +841,18 @@ int64_t ps_band_low(const ps_pipeline *p, const ps_gx_group *g, const ps_box *B,
     }
     for (int i = 0; i < m->n_reads; i++) {
         int q = m->read_by[i];
+        ps_box r;
+        if (g->mem[q].inlined_into >= 0) {
+            /* q is computed at the taps of the sums reading its rows from
+             * its own band low on: this member's rows under those */
+            int64_t lq = ps_band_low(p, g, B, ti, q, done, hi);
+            ps_box tap_rows = {lq, B[q].x0, hi[q] - lq, B[q].w};
+            r = ps_input_region(p, g->mem[q].stage, m->read_as[i], &tap_rows);
+            if (!ps_box_empty(&r) && r.y0 < low) low = r.y0;
+        }
         if (hi[q] <= done[q]) continue;
         ps_box rows = {done[q], B[q].x0, hi[q] - done[q], B[q].w};
-        ps_box r = ps_input_region(p, g->mem[q].stage, m->read_as[i], &rows);
+        r = ps_input_region(p, g->mem[q].stage, m->read_as[i], &rows);
         if (!ps_box_empty(&r) && r.y0 < low) low = r.y0;
     }
     return low;
@@ -892,6 +901,152 @@ static void compute_fused(const ps_graph_plan *pl, const ps_gx_group *g, const p
         }
 }
 
+/* Row ry of inlined producer PS (member pk) for channel c, columns [xs,
+ * xs + L), into buf as the sum's fetch of its stored row would give it:
+ * rows outside its domain zeros or clamped, columns outside zeros or its
+ * edge values (boundary bd). pin: staging for its inputs' rows. */
+static const float *producer_row(const ps_graph_plan *pl, const ps_gx_group *g, int pk, const ps_box *boxes, int64_t c,
+                                 int64_t ry, int64_t xs, int64_t L, ps_boundary bd, float *buf, float *pin, int64_t stride,
+                                 int64_t n, const float *const *inputs, float *const *outputs, float *ws, thread_bufs *tb)
+{
+    const ps_gx_member *P = &g->mem[pk];
+    const ps_pstage *PS = &pl->pipe.st[P->stage];
+    const ps_box *d = &PS->dom;
+    if (ry < d->y0 || ry >= d->y0 + d->h) {
+        if (outside_is_fill(bd)) return tb->zeros;
+        ry = clamp64(ry, d->y0, d->y0 + d->h - 1);
+    }
+    const int64_t ca = clamp64(xs, d->x0, d->x0 + d->w - 1), cb = clamp64(xs + L - 1, d->x0, d->x0 + d->w - 1) + 1;
+    const float *src[PS_POINTWISE_MAX_INPUTS];
+    for (int k = 0; k < PS->n_in; k++) {
+        const int mk = P->in_member[k];
+        view v = mk >= 0 ? scratch_view(pl, &g->mem[mk], &boxes[mk], tb->area)
+                         : memory_view(pl, PS->in[k], n, inputs, outputs, ws, 0, tb->zeros);
+        src[k] = fetch(&v, PS->bcast[k] ? 0 : c, ry, ca, cb - ca, PS_BOUNDARY_CLAMP, pin + (size_t)k * (size_t)stride,
+                       tb->zeros);
+    }
+    pl->k->vprog(&PS->prog, buf + (ca - xs), src, cb - ca, tb->regs);
+    const int fill = outside_is_fill(bd);
+    const float left = fill ? 0.0f : buf[ca - xs], right = fill ? 0.0f : buf[cb - 1 - xs];
+    for (int64_t i = 0; i < ca - xs; i++) buf[i] = left;
+    for (int64_t i = cb - xs; i < L; i++) buf[i] = right;
+    return buf;
+}
+
+/* Outputs [x0, x0 + len) of row y of a tap program's member where an
+ * inlined producer's taps leave its domain: the sums from rows of the
+ * producer computed here (producer_row) through the stencil row kernel,
+ * then the expression, the operations of the epilogue path in its order,
+ * so the values are the same bit for bit. */
+static void compute_taps_edge(const ps_graph_plan *pl, const ps_gx_group *g, const ps_gx_member *m, const ps_box *boxes,
+                              const view *rv, int64_t c, int64_t y, int64_t x0, int64_t len, float *dst, int64_t n,
+                              const float *const *inputs, float *const *outputs, float *ws, thread_bufs *tb)
+{
+    const ps_pstage *Q = &pl->pipe.st[m->stage];
+    const ps_tprog *T = m->tap;
+    const int64_t stride = PS_FUSED_CHUNK + m->tap_span;
+    float *own = tb->staging + (size_t)T->n_rows * (size_t)stride;
+    const float *src[PS_POINTWISE_MAX_INPUTS];
+    for (int j = 0; j < T->n_terms; j++) {
+        if (!T->term[j].n_taps) continue;
+        const int sk = m->in_member[j], s = g->mem[sk].stage, pk = g->mem[sk].in_member[0];
+        float *chunk = tb->fused + (size_t)j * PS_FUSED_CHUNK;
+        src[j] = chunk;
+        if (!T->term[j].inl) {
+            stage_row(pl, s, c, y, x0, len, &rv[T->term[j].tap_row[0]], chunk, tb);
+            continue;
+        }
+        const ps_pstage *S = &pl->pipe.st[s];
+        const ps_gx_stage *X = &pl->xs[s];
+        const int64_t xs = x0 + X->dx_min, L = len + X->dx_max - X->dx_min;
+        for (int r = 0; r < X->n_rows; r++)
+            tb->rowp[r] = producer_row(pl, g, pk, boxes, c, (int64_t)S->sy * y + X->row_dy[r], xs, L, S->boundary,
+                                       own + (size_t)r * (size_t)stride, own + (size_t)X->n_rows * (size_t)stride, stride,
+                                       n, inputs, outputs, ws, tb);
+        for (int t = 0; t < S->n_taps; t++) tb->src[t] = tb->rowp[X->tap_row[t]] + (S->dx[t] - X->dx_min);
+        const float *wts = S->w + (S->per_channel ? c * S->n_taps : 0);
+        pl->k->sum(chunk, len, tb->src, wts, S->n_taps, 1, S->bias ? S->bias[c] : 0.0f);
+        if (S->act) pl->k->clamp(chunk, len, S->act_lo, S->act_hi);
+    }
+    for (int j = 0; j < T->n_terms; j++) {
+        if (T->term[j].n_taps) continue;
+        const int r = T->term[j].tap_row[0];
+        const ps_gx_taprow *R = &m->rows[r];
+        src[j] = fetch(&rv[r], R->chan0 ? 0 : c, y, x0, len, PS_BOUNDARY_CLAMP, tb->staging + (size_t)r * (size_t)stride,
+                       tb->zeros);
+    }
+    pl->k->vprog(&Q->prog, dst, src, len, tb->regs);
+}
+
+/* A member with a tap program (graph_exec.h): per channel and row, its
+ * rows fetched a piece of columns at a time (in place where inside their
+ * domains, copied with the boundary at the edges) and the compiled loop
+ * computing the sums and the expression in registers. Pieces break where
+ * a row's reads leave its domain, so only the edge pieces are copied;
+ * outputs whose inlined taps leave a producer's domain take the edge path. */
+static void compute_taps(const ps_graph_plan *pl, const ps_gx_group *g, const ps_gx_member *m, const ps_box *B,
+                         const ps_box *boxes, const view *out, int64_t n, const float *const *inputs,
+                         float *const *outputs, float *ws, thread_bufs *tb)
+{
+    const ps_pstage *Q = &pl->pipe.st[m->stage];
+    const ps_tprog *T = m->tap;
+    view rv[PS_TAP_ROWS_MAX];
+    const float *rows[PS_TAP_ROWS_MAX], *wv[PS_POINTWISE_MAX_INPUTS];
+    float bias[PS_POINTWISE_MAX_INPUTS] = {0};
+    const int64_t x1 = B->x0 + B->w, stride = PS_FUSED_CHUNK + m->tap_span;
+    /* [ix0, ix1): columns every row reads in place and the inlined taps
+     * stay inside their producers' domains */
+    int64_t ix0 = m->tap_valid.x0 > B->x0 ? m->tap_valid.x0 : B->x0;
+    int64_t ix1 = m->tap_valid.x0 + m->tap_valid.w < x1 ? m->tap_valid.x0 + m->tap_valid.w : x1;
+    int64_t vx0 = ix0, vx1 = ix1;
+    for (int r = 0; r < T->n_rows; r++) {
+        const ps_gx_taprow *R = &m->rows[r];
+        rv[r] = R->member >= 0 ? scratch_view(pl, &g->mem[R->member], &boxes[R->member], tb->area)
+                               : memory_view(pl, R->stage, n, inputs, outputs, ws, 0, tb->zeros);
+        const int64_t a = rv[r].dom.x0 - R->dx0, b = rv[r].dom.x0 + rv[r].dom.w - R->dx0 - R->span;
+        if (a > ix0) ix0 = a;
+        if (b < ix1) ix1 = b;
+    }
+    if (ix1 < ix0) ix0 = ix1 = x1;
+    if (ix0 > x1) ix0 = x1;
+    if (ix1 < ix0) ix1 = ix0;
+    for (int64_t c = 0; c < Q->c; c++) {
+        for (int j = 0; j < T->n_terms; j++) {
+            if (!T->term[j].n_taps) continue;
+            const ps_pstage *S = &pl->pipe.st[g->mem[m->in_member[j]].stage];
+            wv[j] = S->w + (S->per_channel ? c * S->n_taps : 0);
+            bias[j] = S->bias ? S->bias[c] : 0.0f;
+        }
+        for (int64_t y = B->y0; y < B->y0 + B->h; y++) {
+            float *d = dst_row(out, c, y, B->x0, tb->temp);
+            const int row_ok = y >= m->tap_valid.y0 && y < m->tap_valid.y0 + m->tap_valid.h;
+            for (int64_t x0 = B->x0; x0 < x1;) {
+                int64_t cut = x1;
+                if (x0 < vx0 && vx0 < cut) cut = vx0;
+                if (x0 < ix0 && ix0 < cut) cut = ix0;
+                if (x0 < ix1 && ix1 < cut) cut = ix1;
+                if (x0 < vx1 && vx1 < cut) cut = vx1;
+                const int64_t len = cut - x0 < PS_FUSED_CHUNK ? cut - x0 : PS_FUSED_CHUNK;
+                if (!row_ok || x0 < vx0 || x0 >= vx1) {
+                    compute_taps_edge(pl, g, m, boxes, rv, c, y, x0, len, d + (x0 - B->x0), n, inputs, outputs, ws, tb);
+                    x0 += len;
+                    continue;
+                }
+                for (int r = 0; r < T->n_rows; r++) {
+                    const ps_gx_taprow *R = &m->rows[r];
+                    const int64_t ch = R->chan0 ? 0 : c, ry = (int64_t)R->sy * y + R->dy;
+                    rows[r] = fetch(&rv[r], ch, ry, x0 + R->dx0, len + R->span, R->bd, tb->staging + (size_t)r * stride,
+                                    tb->zeros);
+                    if (R->ahead) prefetch_rows(&rv[r], ch, ry + R->sy, ry + R->sy + 1, x0 + R->dx0, len + R->span);
+                }
+                T->fn(d + (x0 - B->x0), rows, wv, bias, len);
+                x0 += len;
+            }
+            put_row(out, c, y, B->x0, B->w, d);
+        }
+    }
+}
+
 /* One tile: its kind's program of steps (graph_exec.h), each a block of
  * one member's rows and columns computed into its ring of rows (or straight
  * into memory); live-outs copy their own part out as it is completed. No
@@ -928,7 +1083,8 @@ static void run_tile(const ps_graph_plan *pl, const ps_gx_group *g, int64_t n, i
             out = scratch_view(pl, m, B, tb->area);
         }
         ps_box blk = {B->y0 + step->y0, B->x0 + step->x0, step->h, step->w};
-        if (m->n_fused) compute_fused(pl, g, m, &blk, boxes, in, &out, n, inputs, outputs, ws, tb);
+        if (m->tap) compute_taps(pl, g, m, &blk, boxes, &out, n, inputs, outputs, ws, tb);
+        else if (m->n_fused) compute_fused(pl, g, m, &blk, boxes, in, &out, n, inputs, outputs, ws, tb);
         else compute_stage(pl, m->stage, &blk, in, &out, tb);
         if (m->live_out && !m->direct) {
             ps_box own = ps_member_own(m, ti, tj);

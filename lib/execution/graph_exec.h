@@ -15,6 +15,7 @@
 
 #include <libxsmm.h>
 
+#include "codegen/codegen.h"
 #include "fusion/fusion.h"
 #include "kernels/kernels.h"
 #include "polysci/graph.h"
@@ -42,6 +43,16 @@ typedef struct ps_gx_member {
 #define PS_FUSED_CHUNK 1024    /* columns of a producer epilogue's chunk: 4 KiB per input, in L1 */
     int n_fused;           /* inputs computed in this member's own pass */
     char fused[PS_POINTWISE_MAX_INPUTS];
+    /* Tap programs (codegen.h): a member with producer epilogues that are
+     * all sums of unit column stride runs as one compiled loop computing
+     * the sums in registers; a pointwise member read only by those sums
+     * (not a live-out) is computed at their taps and never stored. Its
+     * inputs' rings hold the rows the sums read through it. */
+    int inlined_into;      /* the member whose tap program computes this one, -1: none */
+    ps_tprog *tap;         /* NULL: none (or its compilation failed) */
+    struct ps_gx_taprow *rows; /* tap->n_rows */
+    int tap_span;          /* columns a piece reads beyond its outputs: the widest row or sum */
+    ps_box tap_valid;      /* outputs whose inlined taps read inside their producers' domains */
     size_t scr_off;        /* floats from the thread area's start */
     int64_t scr_h, scr_rs; /* rows per channel (a ring: row y at slot (y - region start) mod scr_h)
                               and row stride of its scratch */
@@ -82,6 +93,21 @@ typedef struct ps_gx_group {
     struct ps_gx_step *steps;
     size_t n_steps;
 } ps_gx_group;
+
+#define PS_TAP_ROWS_MAX 48     /* rows of one tap program */
+
+/* A row a tap program reads: for output row y and columns [x, x + n),
+ * row sy * y + dy of the tensor of `stage` (its member's ring, or memory
+ * where member < 0), channel 0 or the output's, columns [x + dx0, x + dx0
+ * + n + span), the boundary bd applied outside its domain. */
+typedef struct ps_gx_taprow {
+    int stage, member;
+    int chan0;
+    int sy, dy;
+    int dx0, span;
+    ps_boundary bd;
+    int ahead;             /* no other row of the program reads its next row: that one is requested ahead */
+} ps_gx_taprow;
 
 /* One step of a tile program: member k computes the rows and columns of
  * this box, offset from the member's region in the tile (whose corner
@@ -151,6 +177,7 @@ struct ps_graph_plan {
      * the cache, the time it took, and why programs stayed interpreted. */
     void *code;
     int code_progs, code_compiled, code_cached;
+    int code_taps, code_taps_compiled; /* tap programs (ps_gx_member.tap), in all and compiled */
     double code_ms;
     char code_why[200];
 };

@@ -29,6 +29,233 @@ void ps_graph_options_init(ps_graph_options *o)
     o->fusion = PS_FUSION_DP;
 }
 
+/* ------------------------------------------------------ tap programs */
+
+static void tap_free(ps_gx_member *M)
+{
+    if (M->tap)
+        for (int j = 0; j < M->tap->n_terms; j++) {
+            free(M->tap->term[j].tap_row);
+            free(M->tap->term[j].tap_off);
+        }
+    if (M->tap) free(M->tap->term);
+    free(M->tap);
+    free(M->rows);
+    M->tap = NULL;
+    M->rows = NULL;
+}
+
+/* Taps of one sum a tap program writes out per output vector: beyond this
+ * the loop's code outgrows the instruction cache's benefit. */
+#define PS_TAP_MAX_STENCIL_TAPS 49
+
+/* Whether fused member k of the group can be a term of a tap program: a
+ * planar stencil summing taps of unit column stride. */
+static int tap_stencil(const ps_pipeline *p, const ps_gx_member *K)
+{
+    const ps_pstage *S = &p->st[K->stage];
+    return S->kind == PS_NODE_STENCIL && !S->px && S->reduce == PS_REDUCE_SUM && S->sx == 1 && S->n_in == 1 &&
+           S->n_taps <= PS_TAP_MAX_STENCIL_TAPS;
+}
+
+/* Whether member P (pointwise) can be computed at the taps of the sums of
+ * reader q: read only by fused sums of q with as many channels, not
+ * stored for anyone else, its own inputs stored. */
+static int tap_inlinable(const ps_pipeline *p, const ps_gx_group *G, int pk, int q)
+{
+    const ps_gx_member *P = &G->mem[pk];
+    const ps_pstage *PS = &p->st[P->stage];
+    /* its inputs stored (an input computed in P's own pass has no rows to read) */
+    if (PS->kind != PS_NODE_POINTWISE || PS->px || P->live_out || P->n_reads == 0 || P->n_fused) return 0;
+    if (!ps_codegen_covers(&PS->prog)) return 0;
+    for (int i = 0; i < P->n_reads; i++) {
+        const ps_gx_member *K = &G->mem[P->read_by[i]];
+        if (K->fused_into != q || !tap_stencil(p, K) || p->st[K->stage].c != PS->c) return 0;
+    }
+    return 1;
+}
+
+/* Row r of the program for (stage, chan0, sy, dy, bd), added if new; -1
+ * when the program has PS_TAP_ROWS_MAX rows already. */
+static int tap_row_of(ps_gx_member *M, int *n_rows, int stage, int member, int chan0, int sy, int dy, ps_boundary bd, int dx)
+{
+    int r = 0;
+    while (r < *n_rows && !(M->rows[r].stage == stage && M->rows[r].chan0 == chan0 && M->rows[r].sy == sy &&
+                            M->rows[r].dy == dy && M->rows[r].bd == bd))
+        r++;
+    if (r == *n_rows) {
+        if (r == PS_TAP_ROWS_MAX) return -1;
+        M->rows[r] = (ps_gx_taprow){stage, member, chan0, sy, dy, dx, 0, bd, 0};
+        ++*n_rows;
+    }
+    ps_gx_taprow *R = &M->rows[r];
+    if (dx < R->dx0) {
+        R->span += R->dx0 - dx;
+        R->dx0 = dx;
+    }
+    if (dx > R->dx0 + R->span) R->span = dx - R->dx0;
+    return r;
+}
+
+/* Tap programs for group G (graph_exec.h): for each pointwise member whose
+ * producer epilogues are all sums of unit column stride, the program and
+ * its rows; the pointwise producers of those sums that qualify are marked
+ * inlined. The programs are compiled with the others (compile_programs);
+ * those that do not compile are dropped again (drop_failed_taps). */
+static ps_status plan_taps(ps_graph_plan *pl, ps_gx_group *G)
+{
+    const ps_pipeline *p = &pl->pipe;
+    for (int k = 0; k < G->n; k++) G->mem[k].inlined_into = -1;
+    if ((pl->opts.flags & PS_GRAPH_NO_CODEGEN) || !pl->ctx->codegen) return PS_SUCCESS;
+    for (int q = 0; q < G->n; q++) {
+        ps_gx_member *M = &G->mem[q];
+        const ps_pstage *Q = &p->st[M->stage];
+        if (!M->n_fused || Q->px || !ps_codegen_covers(&Q->prog)) continue;
+        int ok = 1;
+        for (int j = 0; j < Q->n_in && ok; j++) ok = !M->fused[j] || tap_stencil(p, &G->mem[M->in_member[j]]);
+        if (!ok) continue;
+        M->tap = calloc(1, sizeof *M->tap);
+        M->rows = calloc(PS_TAP_ROWS_MAX, sizeof *M->rows);
+        if (M->tap) M->tap->term = calloc((size_t)Q->n_in, sizeof *M->tap->term);
+        if (!M->tap || !M->rows || !M->tap->term) {
+            tap_free(M);
+            return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+        }
+        ps_tprog *T = M->tap;
+        T->prog = &Q->prog;
+        T->n_terms = Q->n_in;
+        int n_rows = 0;
+        /* rows first (each row's columns span all its reads), offsets after */
+        for (int pass = 0; pass < 2 && ok; pass++)
+            for (int j = 0; j < Q->n_in && ok; j++) {
+                ps_tap_term *X = &T->term[j];
+                if (!M->fused[j]) {
+                    if (!pass) {
+                        X->tap_row = malloc(sizeof *X->tap_row);
+                        X->tap_off = malloc(sizeof *X->tap_off);
+                        if (!X->tap_row || !X->tap_off) {
+                            ok = -1;
+                            break;
+                        }
+                    }
+                    int r = tap_row_of(M, &n_rows, Q->in[j], M->in_member[j], Q->bcast[j], 1, 0, PS_BOUNDARY_CLAMP, 0);
+                    if (r < 0) ok = 0;
+                    else {
+                        X->tap_row[0] = r;
+                        X->tap_off[0] = -M->rows[r].dx0;
+                    }
+                    continue;
+                }
+                const int sk = M->in_member[j];
+                const ps_pstage *S = &p->st[G->mem[sk].stage];
+                const int pk = G->mem[sk].in_member[0];
+                const int inl = pk >= 0 && (pass ? G->mem[pk].inlined_into == q : tap_inlinable(p, G, pk, q));
+                const ps_pstage *PS = inl ? &p->st[G->mem[pk].stage] : NULL;
+                const int ld = inl ? PS->n_in : 1;
+                if (!pass) {
+                    if (inl) G->mem[pk].inlined_into = q;
+                    X->n_taps = S->n_taps;
+                    X->w = S->per_channel ? NULL : S->w;
+                    X->act = S->act;
+                    X->lo = S->act_lo;
+                    X->hi = S->act_hi;
+                    X->inl = inl ? &PS->prog : NULL;
+                    X->n_inl_in = inl ? PS->n_in : 0;
+                    X->tap_row = malloc((size_t)S->n_taps * (size_t)ld * sizeof *X->tap_row);
+                    X->tap_off = malloc((size_t)S->n_taps * (size_t)ld * sizeof *X->tap_off);
+                    if (!X->tap_row || !X->tap_off) {
+                        ok = -1;
+                        break;
+                    }
+                }
+                for (int t = 0; t < S->n_taps && ok > 0; t++)
+                    for (int k = 0; k < ld && ok > 0; k++) {
+                        int r = inl ? tap_row_of(M, &n_rows, PS->in[k], G->mem[pk].in_member[k], PS->bcast[k], S->sy, S->dy[t],
+                                                 PS_BOUNDARY_CLAMP, S->dx[t])
+                                    : tap_row_of(M, &n_rows, S->in[0], pk, 0, S->sy, S->dy[t], S->boundary, S->dx[t]);
+                        if (r < 0) ok = 0;
+                        else {
+                            X->tap_row[t * ld + k] = r;
+                            X->tap_off[t * ld + k] = S->dx[t] - M->rows[r].dx0;
+                        }
+                    }
+            }
+        if (ok < 0) {
+            tap_free(M);
+            return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+        }
+        if (!ok) {
+            /* more rows than a program takes: the epilogues as they are */
+            for (int k = 0; k < G->n; k++)
+                if (G->mem[k].inlined_into == q) G->mem[k].inlined_into = -1;
+            tap_free(M);
+            continue;
+        }
+        T->n_rows = n_rows;
+        /* the outputs whose inlined taps all read inside their producers'
+         * domains: elsewhere the boundary applies to the producer's value,
+         * which the compiled loop does not see (compute_taps' edge path) */
+        M->tap_valid = (ps_box){INT64_MIN / 4, INT64_MIN / 4, INT64_MAX / 2, INT64_MAX / 2};
+        for (int j = 0; j < Q->n_in; j++) {
+            if (!M->fused[j]) continue;
+            const ps_gx_member *K = &G->mem[M->in_member[j]];
+            const int pk = K->in_member[0];
+            if (pk < 0 || G->mem[pk].inlined_into != q) continue;
+            const ps_pstage *S = &p->st[K->stage], *PS = &p->st[G->mem[pk].stage];
+            const ps_gx_stage *XS = &pl->xs[K->stage];
+            int dy0 = S->dy[0], dy1 = S->dy[0];
+            for (int t = 0; t < S->n_taps; t++) {
+                if (S->dy[t] < dy0) dy0 = S->dy[t];
+                if (S->dy[t] > dy1) dy1 = S->dy[t];
+            }
+            /* sy * y + dy0 >= dom.y0 and sy * y + dy1 <= dom.y1 - 1 */
+            const int64_t ya = -floor_div(-(PS->dom.y0 - dy0), S->sy), yb = floor_div(PS->dom.y0 + PS->dom.h - 1 - dy1, S->sy) + 1;
+            const ps_box v = {ya, PS->dom.x0 - XS->dx_min, yb - ya, PS->dom.w - (XS->dx_max - XS->dx_min)};
+            M->tap_valid = ps_box_intersect(&M->tap_valid, &v);
+        }
+        /* a piece's columns beyond its outputs: any row's, and any sum's
+         * (its rows as the edge path computes or fetches them) */
+        M->tap_span = 0;
+        for (int j = 0; j < Q->n_in; j++)
+            if (M->fused[j]) {
+                const ps_gx_stage *XS = &pl->xs[G->mem[M->in_member[j]].stage];
+                if (XS->dx_max - XS->dx_min > M->tap_span) M->tap_span = XS->dx_max - XS->dx_min;
+            }
+        for (int r = 0; r < n_rows; r++) {
+            ps_gx_taprow *R = &M->rows[r];
+            if (R->span > M->tap_span) M->tap_span = R->span;
+            R->ahead = 1;
+            for (int o = 0; o < n_rows; o++)
+                if (M->rows[o].stage == R->stage && M->rows[o].chan0 == R->chan0 && M->rows[o].sy == R->sy &&
+                    M->rows[o].dy == R->dy + R->sy)
+                    R->ahead = 0;
+        }
+    }
+    return PS_SUCCESS;
+}
+
+/* After compilation: a tap program without code is dropped, its inlined
+ * producers computed again (their steps stay in the tile programs); the
+ * steps of producers that are inlined are removed. */
+static void drop_failed_taps(ps_gx_group *G)
+{
+    for (int q = 0; q < G->n; q++) {
+        if (!G->mem[q].tap || G->mem[q].tap->fn) continue;
+        for (int k = 0; k < G->n; k++)
+            if (G->mem[k].inlined_into == q) G->mem[k].inlined_into = -1;
+        tap_free(&G->mem[q]);
+    }
+    size_t o = 0;
+    for (int kind = 0; kind < G->n_kinds; kind++) {
+        size_t first = o;
+        for (size_t i = G->kind_first[kind]; i < G->kind_first[kind] + G->kind_len[kind]; i++)
+            if (G->mem[G->steps[i].k].inlined_into < 0) G->steps[o++] = G->steps[i];
+        G->kind_first[kind] = first;
+        G->kind_len[kind] = o - first;
+    }
+    G->n_steps = o;
+}
+
 void ps_graph_plan_destroy(ps_graph_plan *pl)
 {
     if (!pl) return;
@@ -38,6 +265,7 @@ void ps_graph_plan_destroy(ps_graph_plan *pl)
         for (int k = 0; pl->groups[g].mem && k < pl->groups[g].n; k++) {
             free(pl->groups[g].mem[k].read_by);
             free(pl->groups[g].mem[k].read_as);
+            tap_free(&pl->groups[g].mem[k]);
         }
         free(pl->groups[g].mem);
         free(pl->groups[g].btile);
@@ -68,24 +296,43 @@ void ps_graph_plan_destroy(ps_graph_plan *pl)
 static ps_status compile_programs(ps_graph_plan *pl)
 {
     const ps_pipeline *p = &pl->pipe;
+    int n_taps = 0;
+    for (int gi = 0; gi < pl->n_groups; gi++)
+        for (int k = 0; k < pl->groups[gi].n; k++) n_taps += pl->groups[gi].mem[k].tap != NULL;
     ps_vprog **progs = malloc(((size_t)p->n + 1) * sizeof *progs);
-    if (!progs) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    ps_tprog **taps = malloc(((size_t)n_taps + 1) * sizeof *taps);
+    if (!progs || !taps) {
+        free(progs);
+        free(taps);
+        return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    }
     int n = 0;
     for (int s = 0; s < p->n; s++)
         if (p->st[s].kind == PS_NODE_POINTWISE && ps_pstage_computed(&p->st[s])) progs[n++] = &p->st[s].prog;
+    n_taps = 0;
+    for (int gi = 0; gi < pl->n_groups; gi++)
+        for (int k = 0; k < pl->groups[gi].n; k++)
+            if (pl->groups[gi].mem[k].tap) taps[n_taps++] = pl->groups[gi].mem[k].tap;
     pl->code_progs = n;
+    pl->code_taps = n_taps;
     ps_status st = PS_SUCCESS;
     const double t0 = ps_now_ms();
     if (n == 0) snprintf(pl->code_why, sizeof pl->code_why, "no expression");
     else if (pl->opts.flags & PS_GRAPH_NO_CODEGEN) snprintf(pl->code_why, sizeof pl->code_why, "PS_GRAPH_NO_CODEGEN");
     else
-        st = ps_codegen_compile(pl->ctx, pl->k->isa, progs, n, &pl->code, &pl->code_compiled, &pl->code_cached,
-                                pl->code_why, sizeof pl->code_why);
+        st = ps_codegen_compile(pl->ctx, pl->k->isa, progs, n, taps, n_taps, &pl->code, &pl->code_compiled,
+                                &pl->code_cached, pl->code_why, sizeof pl->code_why);
     pl->code_ms = ps_now_ms() - t0;
+    for (int i = 0; i < n_taps; i++) {
+        pl->code_taps_compiled += taps[i]->fn != NULL;
+        pl->code_compiled -= taps[i]->fn != NULL;
+    }
     free(progs);
+    free(taps);
     if (!st && pl->ctx->verbose && n)
-        fprintf(stderr, "polysci_verbose,graph_codegen,%d programs,%d compiled,%s,%.3f%s%s\n", n, pl->code_compiled,
-                pl->code_cached ? "cached" : "built", pl->code_ms, pl->code_why[0] ? "," : "", pl->code_why);
+        fprintf(stderr, "polysci_verbose,graph_codegen,%d programs,%d compiled,%d tap programs,%d compiled,%s,%.3f%s%s\n", n,
+                pl->code_compiled, pl->code_taps, pl->code_taps_compiled, pl->code_cached ? "cached" : "built", pl->code_ms,
+                pl->code_why[0] ? "," : "", pl->code_why);
     return st;
 }
 
@@ -451,6 +698,7 @@ static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *
         if (G->computed_pts < 0) G->computed_pts = 0;
         G->mem[k].scr_rs = (int64_t)round16((size_t)G->mem[k].max_w);
     }
+    if (!st) st = plan_taps(pl, G);
     if (!st) st = build_programs(pl, G, maxh);
     free(forms);
     free(box);
@@ -731,7 +979,8 @@ static ps_status layout(ps_graph_plan *pl)
             M->stream = M->direct && stream_from && bytes >= stream_from && !S->px &&
                         (S->output_index < 0 || S->layout == PS_LAYOUT_NCHW);
             M->scr_off = off;
-            if (!M->direct && M->fused_into < 0) off += round16((size_t)S->c * (size_t)M->scr_h * (size_t)M->scr_rs);
+            if (!M->direct && M->fused_into < 0 && M->inlined_into < 0)
+                off += round16((size_t)S->c * (size_t)M->scr_h * (size_t)M->scr_rs);
             if (M->n_fused && (size_t)S->n_in * PS_FUSED_CHUNK > fused) fused = (size_t)S->n_in * PS_FUSED_CHUNK;
             /* rows of pixel-row stages hold all their channels */
             size_t w = (size_t)M->max_w, need = 0, fetch = w;
@@ -761,6 +1010,19 @@ static ps_status layout(ps_graph_plan *pl)
                 need = 2 * fetch;
                 break;
             default: break;
+            }
+            if (M->tap) {
+                /* a tap program's rows, a piece of columns at a time */
+                const size_t piece = PS_FUSED_CHUNK + (size_t)M->tap_span;
+                /* and on the edge path, an inlined producer's rows and its inputs' */
+                size_t edge = 0;
+                for (int j = 0; j < M->tap->n_terms; j++)
+                    if (M->tap->term[j].inl) {
+                        size_t e = (size_t)pl->xs[G->mem[M->in_member[j]].stage].n_rows + (size_t)M->tap->term[j].n_inl_in;
+                        if (e > edge) edge = e;
+                    }
+                if (((size_t)M->tap->n_rows + edge) * piece > need) need = ((size_t)M->tap->n_rows + edge) * piece;
+                if (piece > fetch) fetch = piece;
             }
             if (need > staging) staging = need;
             if (fetch > zeros) zeros = fetch;
@@ -929,6 +1191,8 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
     }
     for (int gi = 0; gi < pl->n_groups && !st; gi++) st = build_group(pl, fs, group_of, gi);
     for (int gi = 0; gi < pl->n_groups && !st; gi++) st = explain_group(pl, fs, group_of, gi);
+    if (!st) st = compile_programs(pl);
+    for (int gi = 0; gi < pl->n_groups && !st; gi++) drop_failed_taps(&pl->groups[gi]);
     if (!st) st = layout(pl);
     if (!st) plan_layer_groups(pl, opts->layer_top_k, opts->layer_time_budget_ms);
     for (int gi = 0; gi < pl->n_groups && !st; gi++) {
@@ -938,7 +1202,6 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
         const ps_pstage *Q = &p->st[G->mem[0].stage];
         pl->groups[gi].nothing_left = G->n == 1 && Q->kind == PS_NODE_CONCAT && pl->xs[G->mem[0].stage].sliced_inputs == Q->n_in;
     }
-    if (!st) st = compile_programs(pl);
     if (fs) pl->cost_evaluations = fs->evaluations;
     ps_fusion_state_destroy(fs);
     if (ictx) isl_ctx_free(ictx);
@@ -1125,6 +1388,9 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
         out(buf, len, &off, "expression code: %d of %d programs compiled (%s, %.1f ms)%s%s\n", pl->code_compiled,
             pl->code_progs, pl->code_compiled ? (pl->code_cached ? "from the cache" : "built") : "interpreted",
             pl->code_ms, pl->code_why[0] ? "; interpreted: " : "", pl->code_why);
+    if (pl->code_taps)
+        out(buf, len, &off, "tap programs: %d of %d compiled (stencil sums and their pointwise producers in registers)\n",
+            pl->code_taps_compiled, pl->code_taps);
     for (int gi = 0; gi < pl->n_groups; gi++) {
         const ps_gx_group *G = &pl->groups[gi];
         const ps_group_eval *ev = &G->ev;
@@ -1152,6 +1418,9 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
             if (X->sliced_inputs)
                 out(buf, len, &off, ", %d of %d inputs write their slices themselves%s", X->sliced_inputs, S->n_in,
                     G->nothing_left ? " (nothing left to run)" : "");
+            if (M->inlined_into >= 0)
+                out(buf, len, &off, " (computed at the taps of %s's sums, never stored)", p->st[G->mem[M->inlined_into].stage].name);
+            if (M->tap) out(buf, len, &off, ", its sums in a compiled tap program (%d rows)", M->tap->n_rows);
             out(buf, len, &off, "\n");
         }
         /* The schedule tree is built here, not at planning: only a

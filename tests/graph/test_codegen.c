@@ -105,7 +105,7 @@ static void check_table(ps_context *ctx, const ps_row_kernels *k)
     void *handle = NULL;
     int compiled = 0, cached = 0;
     char why[200];
-    TU_CHECK(ps_codegen_compile(ctx, k->isa, progs, N_PROGS, &handle, &compiled, &cached, why, sizeof why) ==
+    TU_CHECK(ps_codegen_compile(ctx, k->isa, progs, N_PROGS, NULL, 0, &handle, &compiled, &cached, why, sizeof why) ==
                  PS_SUCCESS,
              "%s: compile: %s", k->isa, ps_last_error_message());
     int covered = 0;
@@ -164,7 +164,7 @@ static void cache_reuse(ps_context *ctx, const ps_row_kernels *k)
         void *handle = NULL;
         int compiled = 0, cached = 0;
         char why[200];
-        TU_CHECK(ps_codegen_compile(ctx, k->isa, progs, 1, &handle, &compiled, &cached, why, sizeof why) == PS_SUCCESS &&
+        TU_CHECK(ps_codegen_compile(ctx, k->isa, progs, 1, NULL, 0, &handle, &compiled, &cached, why, sizeof why) == PS_SUCCESS &&
                      compiled == 1 && prog.fn && cached == round,
                  "%s, round %d: compiled %d, cached %d (%s)", k->isa, round, compiled, cached, why);
         ps_codegen_release(handle);
@@ -221,7 +221,7 @@ int main(void)
         int compiled = 0, cached = 0;
         char why[200];
         TU_CHECK(e && ps_vprog_lower(e, &prog) == PS_SUCCESS &&
-                     ps_codegen_compile(ctx, tables[0]->isa, progs, 1, &handle, &compiled, &cached, why, sizeof why) ==
+                     ps_codegen_compile(ctx, tables[0]->isa, progs, 1, NULL, 0, &handle, &compiled, &cached, why, sizeof why) ==
                          PS_SUCCESS &&
                      !handle && compiled == 0 && !prog.fn && strstr(why, "PS_CODEGEN=0"),
                  "PS_CODEGEN=0: compiled %d (%s)", compiled, why);

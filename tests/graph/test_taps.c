@@ -1,0 +1,297 @@
+/* Tap programs (lib/codegen, graph_exec.h): a pointwise stage whose inputs
+ * are stencil sums, the sums' pointwise producers inlined at every tap, run
+ * as one compiled loop. They must compute exactly what the interpreted
+ * epilogue path computes (the producer's rows stored, the sums by the row
+ * kernel, the expression interpreted): every output bit for bit, with every
+ * boundary (the edge path where an inlined producer's taps leave its
+ * domain), strided rows, shared, unit and per-channel weights, broadcast
+ * inputs, NCHW and NHWC, forced small tiles and 1 and 2 threads.
+ *
+ * Each graph: inputs -> [a stored 3x3 stencil] -> one or two pointwise
+ * producers -> 1..3 stencil sums -> a pointwise reader (the output). It is
+ * planned twice (default, and PS_GRAPH_NO_CODEGEN) and the outputs compared
+ * with memcmp. The run fails unless most graphs really had a tap program
+ * with an inlined producer, so it cannot pass by never taking the path.
+ * Compiled code goes to a cache directory of the test's own.
+ *
+ * PS_TEST_SEED, PS_TEST_COUNT (default 48 graphs). */
+#define _GNU_SOURCE /* mkdtemp, setenv */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "polysci/polysci.h"
+#include "test_util.h"
+
+static ps_expr *in_(int i) { return ps_expr_input(i); }
+static ps_expr *k_(float v) { return ps_expr_const(v); }
+static ps_expr *bin(ps_expr_op op, ps_expr *a, ps_expr *b) { return ps_expr_binary(op, a, b); }
+
+/* A random expression reading every one of inputs 0 .. n-1. */
+static ps_expr *random_expr(tu_rng *r, int n)
+{
+    ps_expr *e = NULL;
+    for (int i = 0; i < n; i++) {
+        ps_expr *x = in_(i);
+        switch (tu_range(r, 0, 4)) {
+        case 0: x = bin(PS_EXPR_MUL, x, ps_expr_copy(x)); break;
+        case 1: x = bin(PS_EXPR_MUL, k_(0.5f + (float)tu_range(r, 0, 3)), x); break;
+        case 2: x = ps_expr_unary(PS_EXPR_ABS, x); break;
+        case 3: x = bin(PS_EXPR_SUB, x, k_(0.25f)); break;
+        default: break;
+        }
+        if (!e) {
+            e = x;
+            continue;
+        }
+        switch (tu_range(r, 0, 5)) {
+        case 0: e = bin(PS_EXPR_ADD, e, x); break;
+        case 1: e = bin(PS_EXPR_SUB, e, x); break;
+        case 2: e = bin(PS_EXPR_MUL, e, x); break;
+        case 3: e = bin(PS_EXPR_MAX, e, x); break;
+        case 4: e = ps_expr_select(bin(PS_EXPR_GT, ps_expr_copy(e), ps_expr_copy(x)), e, bin(PS_EXPR_MUL, x, k_(-0.75f))); break;
+        default: e = bin(PS_EXPR_ADD, bin(PS_EXPR_MUL, e, k_(0.125f)), bin(PS_EXPR_MUL, x, ps_expr_copy(x))); break;
+        }
+    }
+    if (tu_range(r, 0, 3) == 0) e = ps_expr_clamp(e, k_(-2.0f), k_(3.0f));
+    return e;
+}
+
+/* A random stencil sum of `input` (C channels) with unit column stride. */
+static ps_status random_sum(tu_rng *r, ps_graph *g, ps_tensor input, int64_t C, int sy, ps_tensor *out)
+{
+    int dy[25], dx[25], n = 0;
+    float w[25 * 3];
+    switch (tu_range(r, 0, 3)) {
+    case 0: /* 3x3 box */
+        for (int a = -1; a <= 1; a++)
+            for (int b = -1; b <= 1; b++) dy[n] = a, dx[n++] = b;
+        break;
+    case 1: /* a line along x or y */
+        for (int a = -2; a <= 2; a++) {
+            const int vertical = (int)tu_range(r, 0, 1);
+            dy[n] = vertical ? a : 0, dx[n++] = vertical ? 0 : a;
+        }
+        break;
+    case 2: /* 5x5 */
+        for (int a = -2; a <= 2; a++)
+            for (int b = -2; b <= 2; b++) dy[n] = a, dx[n++] = b;
+        break;
+    default: /* scattered, off centre */
+        n = (int)tu_range(r, 1, 9);
+        for (int t = 0; t < n; t++) dy[t] = (int)tu_range(r, -2, 3), dx[t] = (int)tu_range(r, -3, 2);
+        break;
+    }
+    const int mode = (int)tu_range(r, 0, 3); /* all 1, shared, shared +-1, per channel */
+    for (int t = 0; t < n * C; t++)
+        w[t] = mode == 2 ? (tu_range(r, 0, 1) ? 1.0f : -1.0f) : (float)tu_range(r, -8, 8) / 8.0f + 0.0625f;
+    static const ps_boundary bds[] = {PS_BOUNDARY_ZERO, PS_BOUNDARY_CLAMP, PS_BOUNDARY_VALID, PS_BOUNDARY_IGNORE};
+    ps_stencil st;
+    ps_stencil_init(&st);
+    st.input = input;
+    st.boundary = bds[tu_range(r, 0, 3)];
+    st.stride_h = sy;
+    st.n_taps = n;
+    st.dy = dy;
+    st.dx = dx;
+    st.weights = mode == 0 ? NULL : w;
+    st.per_channel_weights = mode == 3;
+    return ps_graph_add_stencil(g, NULL, &st, out);
+}
+
+typedef struct built {
+    ps_graph *g;
+    int n_in;
+    int64_t in_elems[2], out_elems;
+} built;
+
+/* One random graph; 0 where the builder refused a stage (an empty VALID
+ * domain): the caller draws another. */
+static int build(tu_rng *r, built *b)
+{
+    memset(b, 0, sizeof *b);
+    const int64_t N = tu_range(r, 1, 2), C = tu_range(r, 1, 3);
+    const int64_t H = tu_range(r, 1, 40), W = tu_range(r, 0, 5) == 0 ? tu_range(r, 900, 1300) : tu_range(r, 1, 90);
+    const ps_act_layout lay = tu_range(r, 0, 3) == 0 ? PS_LAYOUT_NHWC : PS_LAYOUT_NCHW;
+    if (ps_graph_create(&b->g)) return 0;
+    ps_tensor in0, in1 = -1, a, p[2], s[4];
+    int ok = !ps_graph_add_input(b->g, "in0", N, H, W, C, lay, &in0);
+    b->in_elems[0] = N * H * W * C;
+    b->n_in = 1;
+    if (ok && tu_range(r, 0, 1)) {
+        ok = !ps_graph_add_input(b->g, "in1", N, H, W, 1, lay, &in1);
+        b->in_elems[1] = N * H * W;
+        b->n_in = 2;
+    }
+    a = in0;
+    if (ok && tu_range(r, 0, 1)) {
+        /* a stored stencil: the producer's input comes from a ring */
+        int dy[9], dx[9];
+        for (int t = 0; t < 9; t++) dy[t] = t / 3 - 1, dx[t] = t % 3 - 1;
+        static const float w[9] = {1, 2, 1, 0, 0, 0, -1, -2, -1};
+        ps_stencil st;
+        ps_stencil_init(&st);
+        st.input = in0;
+        st.boundary = tu_range(r, 0, 1) ? PS_BOUNDARY_CLAMP : PS_BOUNDARY_ZERO;
+        st.n_taps = 9;
+        st.dy = dy;
+        st.dx = dx;
+        st.weights = w;
+        ok = !ps_graph_add_stencil(b->g, "A", &st, &a);
+    }
+    const int n_p = (int)tu_range(r, 1, 2);
+    for (int i = 0; i < n_p && ok; i++) {
+        ps_tensor ins[2] = {i ? in0 : a, in1 >= 0 ? in1 : a};
+        const int n = in1 >= 0 || tu_range(r, 0, 1) ? 2 : 1;
+        ps_expr *e = random_expr(r, n);
+        ok = e && !ps_graph_add_pointwise(b->g, i ? "P2" : "P", e, n, ins, &p[i]);
+        ps_expr_free(e);
+    }
+    const int sy = tu_range(r, 0, 3) == 0 ? 2 : 1, n_s = (int)tu_range(r, 1, 3);
+    for (int j = 0; j < n_s && ok; j++) {
+        /* mostly the producers, sometimes the input itself (a sum read in place) */
+        ps_tensor from = tu_range(r, 0, 4) == 0 ? in0 : p[tu_range(r, 0, n_p - 1)];
+        ok = random_sum(r, b->g, from, C, sy, &s[j]) == PS_SUCCESS;
+    }
+    int n_q = n_s;
+    if (ok && sy == 1 && tu_range(r, 0, 2) == 0) s[n_q++] = in0; /* an input read at the point */
+    ps_tensor q;
+    if (ok) {
+        ps_expr *e = random_expr(r, n_q);
+        ok = e && !ps_graph_add_pointwise(b->g, "Q", e, n_q, s, &q);
+        ps_expr_free(e);
+    }
+    if (ok) ok = !ps_graph_mark_output(b->g, q, lay);
+    ps_tensor_info info = {.struct_size = sizeof info};
+    if (ok) ok = !ps_graph_tensor_info(b->g, q, &info);
+    if (!ok) {
+        ps_graph_destroy(b->g);
+        b->g = NULL;
+        return 0;
+    }
+    b->out_elems = info.n * info.h * info.w * info.c;
+    return 1;
+}
+
+/* Plans g with `flags` (and a forced tile), runs it; the output, or NULL
+ * with the failure counted. describe: the plan's description (caller frees). */
+static float *run(ps_context *ctx, const built *b, float *const *in, unsigned flags, int64_t th, int64_t tw, int threads,
+                  char **describe)
+{
+    ps_graph_options o;
+    ps_graph_options_init(&o);
+    o.flags = flags | PS_GRAPH_NO_CACHE;
+    o.tile_h = th;
+    o.tile_w = tw;
+    o.num_threads = threads;
+    ps_graph_plan *pl = NULL;
+    ps_status st = ps_graph_plan_create(ctx, b->g, &o, &pl);
+    TU_CHECK(st == PS_SUCCESS, "plan_create: %s", ps_last_error_message());
+    if (st) return NULL;
+    float *out = tu_alloc_f(b->out_elems > 0 ? b->out_elems : 1);
+    tu_fill(out, b->out_elems, tu_sentinel());
+    float *outs[1] = {out};
+    TU_CHECK(ps_graph_execute(pl, (const float *const *)in, outs, NULL) == PS_SUCCESS, "execute: %s", ps_last_error_message());
+    if (describe) {
+        size_t need = 0;
+        ps_graph_plan_describe(pl, NULL, 0, &need);
+        *describe = calloc(need + 1, 1);
+        if (*describe) ps_graph_plan_describe(pl, *describe, need + 1, NULL);
+    }
+    ps_graph_plan_destroy(pl);
+    return out;
+}
+
+/* The test's cache directory and the objects compiled into it. */
+static void remove_dir(const char *dir)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/polysci/jit", dir);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char f[1300];
+        snprintf(f, sizeof f, "%s/%s", path, e->d_name);
+        unlink(f);
+    }
+    if (d) closedir(d);
+    rmdir(path);
+    snprintf(path, sizeof path, "%s/polysci", dir);
+    rmdir(path);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/ps_test_taps_XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    setenv("XDG_CACHE_HOME", dir, 1);
+    const uint64_t seed = tu_seed("test_taps", 20261127);
+    const char *cnt = getenv("PS_TEST_COUNT");
+    const int count = cnt ? atoi(cnt) : 48;
+    ps_context *ctx = NULL;
+    TU_OK(ps_context_create(NULL, &ctx));
+    int graphs = 0, with_tap = 0, with_inline = 0, refused = 0;
+    for (int gi = 0; gi < count && ctx; gi++) {
+        tu_rng r = {seed + (uint64_t)gi * 7919u};
+        built b;
+        int tries = 0;
+        while (!build(&r, &b) && ++tries < 50) refused++;
+        if (!b.g) continue;
+        graphs++;
+        float *in[2] = {NULL, NULL};
+        for (int i = 0; i < b.n_in; i++) {
+            in[i] = tu_alloc_f(b.in_elems[i]);
+            tu_fill_random(&r, in[i], b.in_elems[i]);
+        }
+        const int threads = (int)tu_range(&r, 1, 2);
+        const int64_t th = tu_range(&r, 0, 2) == 0 ? tu_range(&r, 1, 9) : 0, tw = th ? tu_range(&r, 1, 40) : 0;
+        char *desc = NULL;
+        float *a = run(ctx, &b, in, 0, th, tw, threads, &desc);
+        float *ref = run(ctx, &b, in, PS_GRAPH_NO_CODEGEN, th, tw, threads, NULL);
+        if (desc) {
+            with_tap += strstr(desc, "compiled tap program") != NULL;
+            with_inline += strstr(desc, "never stored") != NULL;
+        }
+        if (a && ref) {
+            int64_t bad = -1;
+            for (int64_t i = 0; i < b.out_elems && bad < 0; i++)
+                if (memcmp(&a[i], &ref[i], sizeof *a)) bad = i;
+            TU_CHECK(bad < 0, "graph %d (seed %llu, tile %lldx%lld, %d threads): element %lld is %a with the tap program, %a interpreted",
+                     gi, (unsigned long long)(seed + (uint64_t)gi * 7919u), (long long)th, (long long)tw, threads, (long long)bad,
+                     bad >= 0 ? (double)a[bad] : 0.0, bad >= 0 ? (double)ref[bad] : 0.0);
+            if (bad >= 0 && desc && getenv("PS_TEST_VERBOSE")) {
+                fputs(desc, stderr);
+                int shown = 0;
+                for (int64_t i = 0; i < b.out_elems && shown < 40; i++)
+                    if (memcmp(&a[i], &ref[i], sizeof *a)) fprintf(stderr, "%s%lld", shown++ ? "," : "differ at ", (long long)i);
+                fputs("\n", stderr);
+            }
+            const float sent = tu_sentinel();
+            int64_t unwritten = -1;
+            for (int64_t i = 0; i < b.out_elems && unwritten < 0; i++)
+                if (!memcmp(&a[i], &sent, sizeof sent)) unwritten = i;
+            TU_CHECK(unwritten < 0, "graph %d: output element %lld never written", gi, (long long)unwritten);
+        }
+        free(desc);
+        free(a);
+        free(ref);
+        for (int i = 0; i < b.n_in; i++) free(in[i]);
+        ps_graph_destroy(b.g);
+    }
+    printf("test_taps: %d graphs (%d drawn again), %d with a tap program, %d with an inlined producer\n", graphs, refused,
+           with_tap, with_inline);
+    /* the path under test was taken: most graphs fuse their sums into the reader */
+    TU_CHECK(graphs >= count * 3 / 4, "only %d of %d graphs built", graphs, count);
+    TU_CHECK(with_tap >= graphs / 2, "only %d of %d graphs had a tap program", with_tap, graphs);
+    TU_CHECK(with_inline >= graphs / 5, "only %d of %d graphs inlined a producer", with_inline, graphs);
+    ps_context_destroy(ctx);
+    remove_dir(dir);
+    return tu_finish("test_taps");
+}
