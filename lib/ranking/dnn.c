@@ -16,11 +16,33 @@
 
 typedef void (*forward_fn)(const ps_dnn_model *m, const float x[PS_DNN_IN][BATCH], float z[PS_DNN_OUT][BATCH]);
 
-/* out[o][p] = b[o] + sum_i w[o][i] * in[i][p]. */
+/* out[o][p] = b[o] + sum_i w[o][i] * in[i][p]. Four outputs at a time:
+ * each accumulator is a chain of nin dependent multiply-adds, so one
+ * output's two vectors of games would leave the FMA units waiting on their
+ * latency; eight independent chains cover it. Each output's sum keeps its
+ * order, so the logits do not depend on the blocking. */
 static inline __attribute__((always_inline)) void dense(int nout, int nin, const float *w, const float *b,
                                                         const float *in, float *out)
 {
-    for (int o = 0; o < nout; o++) {
+    int o = 0;
+    for (; o + 4 <= nout; o += 4) {
+        float acc[4][BATCH];
+        for (int k = 0; k < 4; k++)
+            for (int p = 0; p < BATCH; p++) acc[k][p] = b[o + k];
+        for (int i = 0; i < nin; i++) {
+            const float *x = in + i * BATCH;
+            const float w0 = w[(o + 0) * nin + i], w1 = w[(o + 1) * nin + i], w2 = w[(o + 2) * nin + i],
+                        w3 = w[(o + 3) * nin + i];
+            for (int p = 0; p < BATCH; p++) {
+                acc[0][p] += w0 * x[p];
+                acc[1][p] += w1 * x[p];
+                acc[2][p] += w2 * x[p];
+                acc[3][p] += w3 * x[p];
+            }
+        }
+        memcpy(out + o * BATCH, acc, sizeof acc);
+    }
+    for (; nout % 4 && o < nout; o++) {
         float acc[BATCH];
         for (int p = 0; p < BATCH; p++) acc[p] = b[o];
         for (int i = 0; i < nin; i++) {
