@@ -65,10 +65,19 @@ static void literal(FILE *f, float v)
 /* How a program's operands are written: its registers' prefix, the C
  * expression of each input, and its result's destination. */
 typedef struct names {
-    const char *reg;
+    const char *reg;        /* registers computed in the loop */
+    const char *kreg;       /* constant registers (bound before it), NULL: reg */
+    const ps_vprog *prog;
     const char *const *in;
     const char *out;
 } names;
+
+static int is_const_reg(const ps_vprog *prog, int r)
+{
+    for (int c = 0; c < prog->n_consts; c++)
+        if (prog->const_reg[c] == r) return 1;
+    return 0;
+}
 
 /* Operand j of op: a constant, an input's element or a register. */
 static void operand(FILE *f, const ps_vop *op, int j, const names *nm)
@@ -76,7 +85,7 @@ static void operand(FILE *f, const ps_vop *op, int j, const names *nm)
     const int a = op->a[j];
     if (a == PS_VOP_CONST) literal(f, op->k[j]);
     else if (PS_VOP_IS_INPUT(a)) fputs(nm->in[PS_VOP_INPUT_INDEX(a)], f);
-    else fprintf(f, "%s%d", nm->reg, a);
+    else fprintf(f, "%s%d", nm->kreg && is_const_reg(nm->prog, a) ? nm->kreg : nm->reg, a);
 }
 
 /* A comparison's C operator, NULL for any other operation. */
@@ -208,7 +217,7 @@ static int emit_prog(FILE *f, const ps_vprog *prog, int index, int fma)
         snprintf(in_text[j], sizeof in_text[j], "i%d[i]", j);
         in[j] = in_text[j];
     }
-    const names nm = {"r", in, "out[i]"};
+    const names nm = {"r", NULL, prog, in, "out[i]"};
     emit_consts(f, prog, "r");
     fputs("    for (int64_t i = 0; i < n; i++) {\n", f);
     if (!emit_body(f, prog, fma, &nm)) return 0;
@@ -226,16 +235,85 @@ int ps_codegen_covers_taps(const ps_tprog *tp)
     return 1;
 }
 
-/* Function ps_tp_<index> computing tp (codegen.h): each term's value in a
- * local (a row's element, or the sum over its taps with the inlined
- * producer's operations written once per tap), then the reader's
- * operations on them. The sum runs as the row kernels' (kernels/rows_isa.c
- * sum): from the bias, one multiply-add per tap in tap order, contracted
- * where the table contracts; the clamp as its clamp: max first, then min. */
+/* The loop body of tap program tp for out[i] (`out`), reading the rows of
+ * its second output where second (a pair program), its locals suffixed
+ * `sfx` so two bodies share one scope: each term's value in a local (a
+ * row's element, or the sum over its taps with the inlined producer's
+ * operations written once per tap), then the reader's operations on them.
+ * The sum runs as the row kernels' (kernels/rows_isa.c sum): from the
+ * bias, one multiply-add per tap in tap order, contracted where the table
+ * contracts; the clamp as its clamp: max first, then min. */
+static int emit_tap_body(FILE *f, const ps_tprog *tp, int fma, const char *out, int second, const char *sfx)
+{
+    char in_text[PS_POINTWISE_MAX_INPUTS][48], x_text[PS_POINTWISE_MAX_INPUTS][24], p[16];
+    const char *in[PS_POINTWISE_MAX_INPUTS], *x[PS_POINTWISE_MAX_INPUTS];
+    snprintf(p, sizeof p, "p%s", sfx);
+    for (int j = 0; j < tp->n_terms; j++) {
+        const ps_tap_term *T = &tp->term[j];
+        const int *row = second ? T->tap_row_b : T->tap_row, *off = second ? T->tap_off_b : T->tap_off;
+        snprintf(x_text[j], sizeof x_text[j], "x%d%s", j, sfx);
+        x[j] = x_text[j];
+        if (T->n_taps == 0) {
+            fprintf(f, "        const float x%d%s = q%d[i + %d];\n", j, sfx, row[0], off[0]);
+            continue;
+        }
+        const int n_in = T->inl ? prog_inputs(T->inl) : 1, ld = T->n_inl_in > 0 ? T->n_inl_in : 1;
+        fprintf(f, "        float a%d%s = b%d;\n", j, sfx, j);
+        for (int t = 0; t < T->n_taps; t++) {
+            for (int k = 0; k < n_in; k++) {
+                snprintf(in_text[k], sizeof in_text[k], "q%d[i + %d]", row[t * ld + k], off[t * ld + k]);
+                in[k] = in_text[k];
+            }
+            fputs("        {\n", f);
+            if (T->inl) {
+                char reg[24], kreg[16];
+                snprintf(reg, sizeof reg, "t%d%s_", j, sfx);
+                snprintf(kreg, sizeof kreg, "t%d_", j);
+                fprintf(f, "        float %s;\n", p);
+                const names nm = {reg, kreg, T->inl, in, p};
+                if (!emit_body(f, T->inl, fma, &nm)) return 0;
+            } else {
+                fprintf(f, "        const float %s = %s;\n", p, in[0]);
+            }
+            /* a weight of +-1 (a box sum): the multiply-add rounds as the
+             * plain sum, which runs on the adders, beside the products */
+            if (T->w && (T->w[t] == 1.0f || T->w[t] == -1.0f))
+                fprintf(f, "        a%d%s = a%d%s %c %s;\n", j, sfx, j, sfx, T->w[t] > 0 ? '+' : '-', p);
+            else if (fma) fprintf(f, "        a%d%s = fmaf(w%d_%d, %s, a%d%s);\n", j, sfx, j, t, p, j, sfx);
+            else fprintf(f, "        a%d%s = a%d%s + w%d_%d * %s;\n", j, sfx, j, sfx, j, t, p);
+            fputs("        }\n", f);
+        }
+        if (T->act) {
+            fprintf(f, "        {\n        const float v%s = (a%d%s > ", sfx, j, sfx);
+            literal(f, T->lo);
+            fprintf(f, ") ? a%d%s : ", j, sfx);
+            literal(f, T->lo);
+            fprintf(f, ";\n        a%d%s = (v%s < ", j, sfx, sfx);
+            literal(f, T->hi);
+            fprintf(f, ") ? v%s : ", sfx);
+            literal(f, T->hi);
+            fputs(";\n        }\n", f);
+        }
+        fprintf(f, "        const float x%d%s = a%d%s;\n", j, sfx, j, sfx);
+    }
+    char reg[16];
+    snprintf(reg, sizeof reg, "r%s_", sfx);
+    const names nm = {reg, "r", tp->prog, x, out};
+    return emit_body(f, tp->prog, fma, &nm);
+}
+
+/* Function ps_tp_<index> computing tp (codegen.h), or ps_tq_<index> for a
+ * pair program: both rows' bodies in one iteration, where the compiler
+ * loads the rows they share and computes the inlined producer at their
+ * common taps once. */
 static int emit_tprog(FILE *f, const ps_tprog *tp, int index, int fma)
 {
-    fprintf(f, "void ps_tp_%d(float *restrict out, const float *const *rows, const float *const *wv, const float *bv, "
-               "int64_t n)\n{\n", index);
+    if (tp->pair)
+        fprintf(f, "void ps_tq_%d(float *restrict out0, float *restrict out1, const float *const *rows, "
+                   "const float *const *wv, const float *bv, int64_t n)\n{\n", index);
+    else
+        fprintf(f, "void ps_tp_%d(float *restrict out, const float *const *rows, const float *const *wv, const float *bv, "
+                   "int64_t n)\n{\n", index);
     for (int r = 0; r < tp->n_rows; r++) fprintf(f, "    const float *restrict q%d = rows[%d];\n", r, r);
     emit_consts(f, tp->prog, "r");
     for (int j = 0; j < tp->n_terms; j++) {
@@ -255,56 +333,11 @@ static int emit_tprog(FILE *f, const ps_tprog *tp, int index, int fma)
         }
     }
     fputs("    for (int64_t i = 0; i < n; i++) {\n", f);
-    char in_text[PS_POINTWISE_MAX_INPUTS][48], x_text[PS_POINTWISE_MAX_INPUTS][16];
-    const char *in[PS_POINTWISE_MAX_INPUTS], *x[PS_POINTWISE_MAX_INPUTS];
-    for (int j = 0; j < tp->n_terms; j++) {
-        const ps_tap_term *T = &tp->term[j];
-        snprintf(x_text[j], sizeof x_text[j], "x%d", j);
-        x[j] = x_text[j];
-        if (T->n_taps == 0) {
-            fprintf(f, "        const float x%d = q%d[i + %d];\n", j, T->tap_row[0], T->tap_off[0]);
-            continue;
-        }
-        const int n_in = T->inl ? prog_inputs(T->inl) : 1, ld = T->n_inl_in > 0 ? T->n_inl_in : 1;
-        fprintf(f, "        float a%d = b%d;\n", j, j);
-        for (int t = 0; t < T->n_taps; t++) {
-            for (int k = 0; k < n_in; k++) {
-                snprintf(in_text[k], sizeof in_text[k], "q%d[i + %d]", T->tap_row[t * ld + k], T->tap_off[t * ld + k]);
-                in[k] = in_text[k];
-            }
-            fputs("        {\n", f);
-            if (T->inl) {
-                char reg[16];
-                snprintf(reg, sizeof reg, "t%d_", j);
-                fputs("        float p;\n", f);
-                const names nm = {reg, in, "p"};
-                if (!emit_body(f, T->inl, fma, &nm)) return 0;
-            } else {
-                fprintf(f, "        const float p = %s;\n", in[0]);
-            }
-            /* a weight of +-1 (a box sum): the multiply-add rounds as the
-             * plain sum, which runs on the adders, beside the products */
-            if (T->w && (T->w[t] == 1.0f || T->w[t] == -1.0f))
-                fprintf(f, "        a%d = a%d %c p;\n", j, j, T->w[t] > 0 ? '+' : '-');
-            else if (fma) fprintf(f, "        a%d = fmaf(w%d_%d, p, a%d);\n", j, j, t, j);
-            else fprintf(f, "        a%d = a%d + w%d_%d * p;\n", j, j, j, t);
-            fputs("        }\n", f);
-        }
-        if (T->act) {
-            fprintf(f, "        {\n            const float v_ = (a%d > ", j);
-            literal(f, T->lo);
-            fprintf(f, ") ? a%d : ", j);
-            literal(f, T->lo);
-            fprintf(f, ";\n            a%d = (v_ < ", j);
-            literal(f, T->hi);
-            fputs(") ? v_ : ", f);
-            literal(f, T->hi);
-            fputs(";\n        }\n", f);
-        }
-        fprintf(f, "        const float x%d = a%d;\n", j, j);
+    if (tp->pair) {
+        if (!emit_tap_body(f, tp, fma, "out0[i]", 0, "_a") || !emit_tap_body(f, tp, fma, "out1[i]", 1, "_b")) return 0;
+    } else if (!emit_tap_body(f, tp, fma, "out[i]", 0, "")) {
+        return 0;
     }
-    const names nm = {"r", x, "out[i]"};
-    if (!emit_body(f, tp->prog, fma, &nm)) return 0;
     fputs("    }\n}\n\n", f);
     return 1;
 }
@@ -519,10 +552,12 @@ ps_status ps_codegen_compile(const ps_context *ctx, const char *isa, ps_vprog *c
     for (int i = 0; i < n && code; i++) {
         if (unit_of[i] < 0 || !units[unit_of[i]].lib) continue;
         char name[32];
-        snprintf(name, sizeof name, i < n_progs ? "ps_vp_%d" : "ps_tp_%d", i < n_progs ? i : i - n_progs);
+        const int pair = i >= n_progs && taps[i - n_progs]->pair;
+        snprintf(name, sizeof name, i < n_progs ? "ps_vp_%d" : pair ? "ps_tq_%d" : "ps_tp_%d", i < n_progs ? i : i - n_progs);
         void *sym = dlsym(units[unit_of[i]].lib, name);
         /* object to function pointer: POSIX dlsym */
         if (i < n_progs) memcpy(&progs[i]->fn, &sym, sizeof progs[i]->fn);
+        else if (pair) memcpy(&taps[i - n_progs]->fn2, &sym, sizeof taps[i - n_progs]->fn2);
         else memcpy(&taps[i - n_progs]->fn, &sym, sizeof taps[i - n_progs]->fn);
         *n_compiled += sym != NULL;
     }

@@ -33,6 +33,11 @@ int ps_codegen_covers(const ps_vprog *prog);
  * from there. */
 typedef void (*ps_tap_fn)(float *restrict out, const float *const *rows, const float *const *w, const float *bias,
                           int64_t n);
+/* A pair program: two output rows per call (row y into out0, y + 1 into
+ * out1) over one set of rows, so the rows both read, and the inlined
+ * producer's values at the taps they share, are loaded and computed once. */
+typedef void (*ps_tap2_fn)(float *restrict out0, float *restrict out1, const float *const *rows, const float *const *w,
+                           const float *bias, int64_t n);
 
 typedef struct ps_tap_term {
     int n_taps;            /* 0: row tap_row[0] at offset tap_off[0]; else bias + sum of w[t] * tap t */
@@ -42,10 +47,13 @@ typedef struct ps_tap_term {
     const ps_vprog *inl;   /* a tap's value: this program of n_inl_in rows, NULL: one row's element */
     int n_inl_in;
     int *tap_row, *tap_off;/* max(1, n_taps) x max(1, n_inl_in): the row and offset of tap t, input k */
+    int *tap_row_b, *tap_off_b; /* a pair program's second row: the same for out1 */
 } ps_tap_term;
 
 typedef struct ps_tprog {
     ps_tap_fn fn;          /* set by ps_codegen_compile, or NULL */
+    ps_tap2_fn fn2;        /* the same for a pair program (pair = 1) */
+    int pair;
     const ps_vprog *prog;  /* the reader's expression: input j is term j */
     int n_terms, n_rows;
     ps_tap_term *term;

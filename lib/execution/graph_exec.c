@@ -978,38 +978,73 @@ static void compute_taps_edge(const ps_graph_plan *pl, const ps_gx_group *g, con
     pl->k->vprog(&Q->prog, dst, src, len, tb->regs);
 }
 
-/* A member with a tap program (graph_exec.h): per channel and row, its
- * rows fetched a piece of columns at a time (in place where inside their
- * domains, copied with the boundary at the edges) and the compiled loop
- * computing the sums and the expression in registers. Pieces break where
- * a row's reads leave its domain, so only the edge pieces are copied;
- * outputs whose inlined taps leave a producer's domain take the edge path. */
+/* The views of a tap program's rows and the columns [*ix0, *ix1) (within
+ * [vx0, vx1)) where every row is read in place. */
+static void tap_views(const ps_graph_plan *pl, const ps_gx_group *g, const ps_gx_taprow *rows, int n_rows,
+                      const ps_box *boxes, int64_t n, const float *const *inputs, float *const *outputs, float *ws,
+                      thread_bufs *tb, int64_t vx0, int64_t vx1, view *rv, int64_t *ix0, int64_t *ix1)
+{
+    *ix0 = vx0;
+    *ix1 = vx1;
+    for (int r = 0; r < n_rows; r++) {
+        const ps_gx_taprow *R = &rows[r];
+        rv[r] = R->member >= 0 ? scratch_view(pl, &g->mem[R->member], &boxes[R->member], tb->area)
+                               : memory_view(pl, R->stage, n, inputs, outputs, ws, 0, tb->zeros);
+        const int64_t a = rv[r].dom.x0 - R->dx0, b = rv[r].dom.x0 + rv[r].dom.w - R->dx0 - R->span;
+        if (a > *ix0) *ix0 = a;
+        if (b < *ix1) *ix1 = b;
+    }
+    if (*ix1 < *ix0) *ix0 = *ix1 = vx1;
+}
+
+/* The end of the piece of columns from x0: the first cut after x0, at
+ * most PS_FUSED_CHUNK on. */
+static int64_t piece_end(int64_t x0, int64_t x1, const int64_t *cut, int n_cut)
+{
+    int64_t e = x1;
+    for (int i = 0; i < n_cut; i++)
+        if (x0 < cut[i] && cut[i] < e) e = cut[i];
+    return e - x0 < PS_FUSED_CHUNK ? e : x0 + PS_FUSED_CHUNK;
+}
+
+/* Fetches a program's rows for output row y, columns [x0, x0 + len). */
+static void tap_fetch(const ps_gx_taprow *rows, int n_rows, const view *rv, int64_t c, int64_t y, int64_t x0, int64_t len,
+                      int64_t stride, thread_bufs *tb, const float **out)
+{
+    for (int r = 0; r < n_rows; r++) {
+        const ps_gx_taprow *R = &rows[r];
+        const int64_t ch = R->chan0 ? 0 : c, ry = (int64_t)R->sy * y + R->dy;
+        out[r] = fetch(&rv[r], ch, ry, x0 + R->dx0, len + R->span, R->bd, tb->staging + (size_t)r * (size_t)stride, tb->zeros);
+        if (R->ahead) prefetch_rows(&rv[r], ch, ry + R->sy, ry + R->sy + 1, x0 + R->dx0, len + R->span);
+    }
+}
+
+/* A member with a tap program (graph_exec.h): per channel, two rows at a
+ * time through the pair program where both are inside the inlined
+ * producers' domains (else one), their rows fetched a piece of columns at
+ * a time (in place where inside their domains, copied with the boundary at
+ * the edges), the compiled loop computing the sums and the expression in
+ * registers. Pieces break where a row's reads leave its domain, so only
+ * the edge pieces are copied; outputs whose inlined taps leave a
+ * producer's domain take the edge path. */
 static void compute_taps(const ps_graph_plan *pl, const ps_gx_group *g, const ps_gx_member *m, const ps_box *B,
                          const ps_box *boxes, const view *out, int64_t n, const float *const *inputs,
                          float *const *outputs, float *ws, thread_bufs *tb)
 {
     const ps_pstage *Q = &pl->pipe.st[m->stage];
-    const ps_tprog *T = m->tap;
-    view rv[PS_TAP_ROWS_MAX];
+    const ps_tprog *T = m->tap, *T2 = m->tap2;
+    view rv[PS_TAP_ROWS_MAX], rv2[PS_TAP_ROWS_MAX];
     const float *rows[PS_TAP_ROWS_MAX], *wv[PS_POINTWISE_MAX_INPUTS];
     float bias[PS_POINTWISE_MAX_INPUTS] = {0};
-    const int64_t x1 = B->x0 + B->w, stride = PS_FUSED_CHUNK + m->tap_span;
-    /* [ix0, ix1): columns every row reads in place and the inlined taps
-     * stay inside their producers' domains */
-    int64_t ix0 = m->tap_valid.x0 > B->x0 ? m->tap_valid.x0 : B->x0;
-    int64_t ix1 = m->tap_valid.x0 + m->tap_valid.w < x1 ? m->tap_valid.x0 + m->tap_valid.w : x1;
-    int64_t vx0 = ix0, vx1 = ix1;
-    for (int r = 0; r < T->n_rows; r++) {
-        const ps_gx_taprow *R = &m->rows[r];
-        rv[r] = R->member >= 0 ? scratch_view(pl, &g->mem[R->member], &boxes[R->member], tb->area)
-                               : memory_view(pl, R->stage, n, inputs, outputs, ws, 0, tb->zeros);
-        const int64_t a = rv[r].dom.x0 - R->dx0, b = rv[r].dom.x0 + rv[r].dom.w - R->dx0 - R->span;
-        if (a > ix0) ix0 = a;
-        if (b < ix1) ix1 = b;
-    }
-    if (ix1 < ix0) ix0 = ix1 = x1;
-    if (ix0 > x1) ix0 = x1;
-    if (ix1 < ix0) ix1 = ix0;
+    const int64_t x1 = B->x0 + B->w, y1 = B->y0 + B->h;
+    const int64_t stride = PS_FUSED_CHUNK + m->tap_span, stride2 = PS_FUSED_CHUNK + m->tap2_span;
+    /* [vx0, vx1): columns whose inlined taps stay inside their producers'
+     * domains; [ix0, ix1): those every row also reads in place */
+    const int64_t vx0 = m->tap_valid.x0 > B->x0 ? m->tap_valid.x0 : B->x0;
+    const int64_t vx1 = m->tap_valid.x0 + m->tap_valid.w < x1 ? m->tap_valid.x0 + m->tap_valid.w : x1;
+    int64_t cut[4] = {vx0, vx1, 0, 0}, cut2[4] = {vx0, vx1, 0, 0};
+    tap_views(pl, g, m->rows, T->n_rows, boxes, n, inputs, outputs, ws, tb, vx0, vx1, rv, &cut[2], &cut[3]);
+    if (T2) tap_views(pl, g, m->rows2, T2->n_rows, boxes, n, inputs, outputs, ws, tb, vx0, vx1, rv2, &cut2[2], &cut2[3]);
     for (int64_t c = 0; c < Q->c; c++) {
         for (int j = 0; j < T->n_terms; j++) {
             if (!T->term[j].n_taps) continue;
@@ -1017,32 +1052,40 @@ static void compute_taps(const ps_graph_plan *pl, const ps_gx_group *g, const ps
             wv[j] = S->w + (S->per_channel ? c * S->n_taps : 0);
             bias[j] = S->bias ? S->bias[c] : 0.0f;
         }
-        for (int64_t y = B->y0; y < B->y0 + B->h; y++) {
-            float *d = dst_row(out, c, y, B->x0, tb->temp);
+        for (int64_t y = B->y0; y < y1;) {
             const int row_ok = y >= m->tap_valid.y0 && y < m->tap_valid.y0 + m->tap_valid.h;
+            if (T2 && row_ok && y + 1 < y1 && y + 1 < m->tap_valid.y0 + m->tap_valid.h) {
+                float *d0 = dst_row(out, c, y, B->x0, tb->temp), *d1 = dst_row(out, c, y + 1, B->x0, tb->vrow);
+                for (int64_t x0 = B->x0; x0 < x1;) {
+                    const int64_t len = piece_end(x0, x1, cut2, 4) - x0;
+                    if (x0 < vx0 || x0 >= vx1) {
+                        compute_taps_edge(pl, g, m, boxes, rv, c, y, x0, len, d0 + (x0 - B->x0), n, inputs, outputs, ws, tb);
+                        compute_taps_edge(pl, g, m, boxes, rv, c, y + 1, x0, len, d1 + (x0 - B->x0), n, inputs, outputs, ws,
+                                          tb);
+                    } else {
+                        tap_fetch(m->rows2, T2->n_rows, rv2, c, y, x0, len, stride2, tb, rows);
+                        T2->fn2(d0 + (x0 - B->x0), d1 + (x0 - B->x0), rows, wv, bias, len);
+                    }
+                    x0 += len;
+                }
+                put_row(out, c, y, B->x0, B->w, d0);
+                put_row(out, c, y + 1, B->x0, B->w, d1);
+                y += 2;
+                continue;
+            }
+            float *d = dst_row(out, c, y, B->x0, tb->temp);
             for (int64_t x0 = B->x0; x0 < x1;) {
-                int64_t cut = x1;
-                if (x0 < vx0 && vx0 < cut) cut = vx0;
-                if (x0 < ix0 && ix0 < cut) cut = ix0;
-                if (x0 < ix1 && ix1 < cut) cut = ix1;
-                if (x0 < vx1 && vx1 < cut) cut = vx1;
-                const int64_t len = cut - x0 < PS_FUSED_CHUNK ? cut - x0 : PS_FUSED_CHUNK;
+                const int64_t len = piece_end(x0, x1, cut, 4) - x0;
                 if (!row_ok || x0 < vx0 || x0 >= vx1) {
                     compute_taps_edge(pl, g, m, boxes, rv, c, y, x0, len, d + (x0 - B->x0), n, inputs, outputs, ws, tb);
-                    x0 += len;
-                    continue;
+                } else {
+                    tap_fetch(m->rows, T->n_rows, rv, c, y, x0, len, stride, tb, rows);
+                    T->fn(d + (x0 - B->x0), rows, wv, bias, len);
                 }
-                for (int r = 0; r < T->n_rows; r++) {
-                    const ps_gx_taprow *R = &m->rows[r];
-                    const int64_t ch = R->chan0 ? 0 : c, ry = (int64_t)R->sy * y + R->dy;
-                    rows[r] = fetch(&rv[r], ch, ry, x0 + R->dx0, len + R->span, R->bd, tb->staging + (size_t)r * stride,
-                                    tb->zeros);
-                    if (R->ahead) prefetch_rows(&rv[r], ch, ry + R->sy, ry + R->sy + 1, x0 + R->dx0, len + R->span);
-                }
-                T->fn(d + (x0 - B->x0), rows, wv, bias, len);
                 x0 += len;
             }
             put_row(out, c, y, B->x0, B->w, d);
+            y++;
         }
     }
 }

@@ -53,6 +53,9 @@ typedef struct ps_gx_member {
     struct ps_gx_taprow *rows; /* tap->n_rows */
     int tap_span;          /* columns a piece reads beyond its outputs: the widest row or sum */
     ps_box tap_valid;      /* outputs whose inlined taps read inside their producers' domains */
+    ps_tprog *tap2;        /* its pair program (two rows per call), NULL: none */
+    struct ps_gx_taprow *rows2; /* tap2->n_rows */
+    int tap2_span;
     size_t scr_off;        /* floats from the thread area's start */
     int64_t scr_h, scr_rs; /* rows per channel (a ring: row y at slot (y - region start) mod scr_h)
                               and row stride of its scratch */

@@ -31,18 +31,27 @@ void ps_graph_options_init(ps_graph_options *o)
 
 /* ------------------------------------------------------ tap programs */
 
+static void tprog_free(ps_tprog *T)
+{
+    if (!T) return;
+    for (int j = 0; T->term && j < T->n_terms; j++) {
+        free(T->term[j].tap_row);
+        free(T->term[j].tap_off);
+        free(T->term[j].tap_row_b);
+        free(T->term[j].tap_off_b);
+    }
+    free(T->term);
+    free(T);
+}
+
 static void tap_free(ps_gx_member *M)
 {
-    if (M->tap)
-        for (int j = 0; j < M->tap->n_terms; j++) {
-            free(M->tap->term[j].tap_row);
-            free(M->tap->term[j].tap_off);
-        }
-    if (M->tap) free(M->tap->term);
-    free(M->tap);
+    tprog_free(M->tap);
+    tprog_free(M->tap2);
     free(M->rows);
-    M->tap = NULL;
-    M->rows = NULL;
+    free(M->rows2);
+    M->tap = M->tap2 = NULL;
+    M->rows = M->rows2 = NULL;
 }
 
 /* Taps of one sum a tap program writes out per output vector: beyond this
@@ -75,26 +84,97 @@ static int tap_inlinable(const ps_pipeline *p, const ps_gx_group *G, int pk, int
     return 1;
 }
 
-/* Row r of the program for (stage, chan0, sy, dy, bd), added if new; -1
- * when the program has PS_TAP_ROWS_MAX rows already. */
-static int tap_row_of(ps_gx_member *M, int *n_rows, int stage, int member, int chan0, int sy, int dy, ps_boundary bd, int dx)
+/* Row r of a program's rows[*n_rows] for (stage, chan0, sy, dy, bd),
+ * added if new, its columns widened to dx; -1 when there are
+ * PS_TAP_ROWS_MAX rows already. */
+static int tap_row_of(ps_gx_taprow *rows, int *n_rows, int stage, int member, int chan0, int sy, int dy, ps_boundary bd,
+                      int dx)
 {
     int r = 0;
-    while (r < *n_rows && !(M->rows[r].stage == stage && M->rows[r].chan0 == chan0 && M->rows[r].sy == sy &&
-                            M->rows[r].dy == dy && M->rows[r].bd == bd))
+    while (r < *n_rows && !(rows[r].stage == stage && rows[r].chan0 == chan0 && rows[r].sy == sy && rows[r].dy == dy &&
+                            rows[r].bd == bd))
         r++;
     if (r == *n_rows) {
         if (r == PS_TAP_ROWS_MAX) return -1;
-        M->rows[r] = (ps_gx_taprow){stage, member, chan0, sy, dy, dx, 0, bd, 0};
+        rows[r] = (ps_gx_taprow){stage, member, chan0, sy, dy, dx, 0, bd, 0};
         ++*n_rows;
     }
-    ps_gx_taprow *R = &M->rows[r];
+    ps_gx_taprow *R = &rows[r];
     if (dx < R->dx0) {
         R->span += R->dx0 - dx;
         R->dx0 = dx;
     }
     if (dx > R->dx0 + R->span) R->span = dx - R->dx0;
     return r;
+}
+
+/* Which rows of a program no other row follows (the next row read is
+ * requested ahead) and the widest row's columns beyond a call's. */
+static int tap_rows_finish(ps_gx_taprow *rows, int n_rows)
+{
+    int span = 0;
+    for (int r = 0; r < n_rows; r++) {
+        ps_gx_taprow *R = &rows[r];
+        if (R->span > span) span = R->span;
+        R->ahead = 1;
+        for (int o = 0; o < n_rows; o++)
+            if (rows[o].stage == R->stage && rows[o].chan0 == R->chan0 && rows[o].sy == R->sy && rows[o].dy == R->dy + R->sy)
+                R->ahead = 0;
+    }
+    return span;
+}
+
+/* The pair program of member M's tap program (codegen.h): rows y and y + 1
+ * over the union of their rows. 0 where the union has too many rows. */
+static ps_status plan_pair(ps_gx_member *M, int *ok)
+{
+    const ps_tprog *T = M->tap;
+    *ok = 0;
+    M->tap2 = calloc(1, sizeof *M->tap2);
+    M->rows2 = calloc(PS_TAP_ROWS_MAX, sizeof *M->rows2);
+    if (M->tap2) M->tap2->term = calloc((size_t)T->n_terms, sizeof *M->tap2->term);
+    if (!M->tap2 || !M->rows2 || !M->tap2->term) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    ps_tprog *P = M->tap2;
+    P->prog = T->prog;
+    P->n_terms = T->n_terms;
+    P->pair = 1;
+    int n_rows = 0;
+    for (int j = 0; j < T->n_terms; j++) {
+        const ps_tap_term *X = &T->term[j];
+        ps_tap_term *Y = &P->term[j];
+        *Y = *X;
+        const size_t cnt = (size_t)(X->n_taps > 0 ? X->n_taps : 1) * (size_t)(X->n_inl_in > 0 ? X->n_inl_in : 1);
+        Y->tap_row = malloc(cnt * sizeof *Y->tap_row);
+        Y->tap_off = malloc(cnt * sizeof *Y->tap_off);
+        Y->tap_row_b = malloc(cnt * sizeof *Y->tap_row_b);
+        Y->tap_off_b = malloc(cnt * sizeof *Y->tap_off_b);
+        if (!Y->tap_row || !Y->tap_off || !Y->tap_row_b || !Y->tap_off_b)
+            return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+    }
+    /* rows first (each row's columns span both bodies' reads), offsets after */
+    for (int pass = 0; pass < 2; pass++)
+        for (int j = 0; j < T->n_terms; j++) {
+            const ps_tap_term *X = &T->term[j];
+            ps_tap_term *Y = &P->term[j];
+            const size_t cnt = (size_t)(X->n_taps > 0 ? X->n_taps : 1) * (size_t)(X->n_inl_in > 0 ? X->n_inl_in : 1);
+            for (size_t i = 0; i < cnt; i++) {
+                const ps_gx_taprow *R = &M->rows[X->tap_row[i]];
+                const int dx = R->dx0 + X->tap_off[i];
+                for (int b = 0; b < 2; b++) {
+                    int r = tap_row_of(M->rows2, &n_rows, R->stage, R->member, R->chan0, R->sy, R->dy + b * R->sy, R->bd, dx);
+                    if (r < 0) return PS_SUCCESS;
+                    if (pass) {
+                        (b ? Y->tap_row_b : Y->tap_row)[i] = r;
+                        (b ? Y->tap_off_b : Y->tap_off)[i] = dx - M->rows2[r].dx0;
+                    }
+                }
+            }
+        }
+    P->n_rows = n_rows;
+    M->tap2_span = tap_rows_finish(M->rows2, n_rows);
+    if (M->tap_span > M->tap2_span) M->tap2_span = M->tap_span;
+    *ok = 1;
+    return PS_SUCCESS;
 }
 
 /* Tap programs for group G (graph_exec.h): for each pointwise member whose
@@ -138,7 +218,7 @@ static ps_status plan_taps(ps_graph_plan *pl, ps_gx_group *G)
                             break;
                         }
                     }
-                    int r = tap_row_of(M, &n_rows, Q->in[j], M->in_member[j], Q->bcast[j], 1, 0, PS_BOUNDARY_CLAMP, 0);
+                    int r = tap_row_of(M->rows, &n_rows, Q->in[j], M->in_member[j], Q->bcast[j], 1, 0, PS_BOUNDARY_CLAMP, 0);
                     if (r < 0) ok = 0;
                     else {
                         X->tap_row[0] = r;
@@ -170,9 +250,9 @@ static ps_status plan_taps(ps_graph_plan *pl, ps_gx_group *G)
                 }
                 for (int t = 0; t < S->n_taps && ok > 0; t++)
                     for (int k = 0; k < ld && ok > 0; k++) {
-                        int r = inl ? tap_row_of(M, &n_rows, PS->in[k], G->mem[pk].in_member[k], PS->bcast[k], S->sy, S->dy[t],
+                        int r = inl ? tap_row_of(M->rows, &n_rows, PS->in[k], G->mem[pk].in_member[k], PS->bcast[k], S->sy, S->dy[t],
                                                  PS_BOUNDARY_CLAMP, S->dx[t])
-                                    : tap_row_of(M, &n_rows, S->in[0], pk, 0, S->sy, S->dy[t], S->boundary, S->dx[t]);
+                                    : tap_row_of(M->rows, &n_rows, S->in[0], pk, 0, S->sy, S->dy[t], S->boundary, S->dx[t]);
                         if (r < 0) ok = 0;
                         else {
                             X->tap_row[t * ld + k] = r;
@@ -221,16 +301,27 @@ static ps_status plan_taps(ps_graph_plan *pl, ps_gx_group *G)
                 const ps_gx_stage *XS = &pl->xs[G->mem[M->in_member[j]].stage];
                 if (XS->dx_max - XS->dx_min > M->tap_span) M->tap_span = XS->dx_max - XS->dx_min;
             }
-        for (int r = 0; r < n_rows; r++) {
-            ps_gx_taprow *R = &M->rows[r];
-            if (R->span > M->tap_span) M->tap_span = R->span;
-            R->ahead = 1;
-            for (int o = 0; o < n_rows; o++)
-                if (M->rows[o].stage == R->stage && M->rows[o].chan0 == R->chan0 && M->rows[o].sy == R->sy &&
-                    M->rows[o].dy == R->dy + R->sy)
-                    R->ahead = 0;
+        const int span = tap_rows_finish(M->rows, n_rows);
+        if (span > M->tap_span) M->tap_span = span;
+        int pair_ok = 0;
+        ps_status st = plan_pair(M, &pair_ok);
+        if (st) {
+            tap_free(M);
+            return st;
+        }
+        if (!pair_ok) {
+            tprog_free(M->tap2);
+            free(M->rows2);
+            M->tap2 = NULL;
+            M->rows2 = NULL;
         }
     }
+    /* bands of two rows, so a pair program gets its two rows per step */
+    for (int q = 0; q < G->n; q++)
+        if (G->mem[q].tap2) {
+            G->band *= 2;
+            break;
+        }
     return PS_SUCCESS;
 }
 
@@ -240,6 +331,12 @@ static ps_status plan_taps(ps_graph_plan *pl, ps_gx_group *G)
 static void drop_failed_taps(ps_gx_group *G)
 {
     for (int q = 0; q < G->n; q++) {
+        if (G->mem[q].tap2 && !G->mem[q].tap2->fn2) {
+            tprog_free(G->mem[q].tap2);
+            free(G->mem[q].rows2);
+            G->mem[q].tap2 = NULL;
+            G->mem[q].rows2 = NULL;
+        }
         if (!G->mem[q].tap || G->mem[q].tap->fn) continue;
         for (int k = 0; k < G->n; k++)
             if (G->mem[k].inlined_into == q) G->mem[k].inlined_into = -1;
@@ -298,7 +395,8 @@ static ps_status compile_programs(ps_graph_plan *pl)
     const ps_pipeline *p = &pl->pipe;
     int n_taps = 0;
     for (int gi = 0; gi < pl->n_groups; gi++)
-        for (int k = 0; k < pl->groups[gi].n; k++) n_taps += pl->groups[gi].mem[k].tap != NULL;
+        for (int k = 0; k < pl->groups[gi].n; k++)
+            n_taps += (pl->groups[gi].mem[k].tap != NULL) + (pl->groups[gi].mem[k].tap2 != NULL);
     ps_vprog **progs = malloc(((size_t)p->n + 1) * sizeof *progs);
     ps_tprog **taps = malloc(((size_t)n_taps + 1) * sizeof *taps);
     if (!progs || !taps) {
@@ -312,9 +410,12 @@ static ps_status compile_programs(ps_graph_plan *pl)
     n_taps = 0;
     for (int gi = 0; gi < pl->n_groups; gi++)
         for (int k = 0; k < pl->groups[gi].n; k++)
-            if (pl->groups[gi].mem[k].tap) taps[n_taps++] = pl->groups[gi].mem[k].tap;
+            if (pl->groups[gi].mem[k].tap) {
+                taps[n_taps++] = pl->groups[gi].mem[k].tap;
+                if (pl->groups[gi].mem[k].tap2) taps[n_taps++] = pl->groups[gi].mem[k].tap2;
+            }
     pl->code_progs = n;
-    pl->code_taps = n_taps;
+    for (int i = 0; i < n_taps; i++) pl->code_taps += !taps[i]->pair;
     ps_status st = PS_SUCCESS;
     const double t0 = ps_now_ms();
     if (n == 0) snprintf(pl->code_why, sizeof pl->code_why, "no expression");
@@ -324,8 +425,9 @@ static ps_status compile_programs(ps_graph_plan *pl)
                                 &pl->code_cached, pl->code_why, sizeof pl->code_why);
     pl->code_ms = ps_now_ms() - t0;
     for (int i = 0; i < n_taps; i++) {
-        pl->code_taps_compiled += taps[i]->fn != NULL;
-        pl->code_compiled -= taps[i]->fn != NULL;
+        const int done = taps[i]->fn != NULL || taps[i]->fn2 != NULL;
+        pl->code_taps_compiled += done && !taps[i]->pair;
+        pl->code_compiled -= done;
     }
     free(progs);
     free(taps);
@@ -1022,6 +1124,11 @@ static ps_status layout(ps_graph_plan *pl)
                         if (e > edge) edge = e;
                     }
                 if (((size_t)M->tap->n_rows + edge) * piece > need) need = ((size_t)M->tap->n_rows + edge) * piece;
+                if (M->tap2) {
+                    const size_t piece2 = PS_FUSED_CHUNK + (size_t)M->tap2_span;
+                    if ((size_t)M->tap2->n_rows * piece2 > need) need = (size_t)M->tap2->n_rows * piece2;
+                    if (piece2 > fetch) fetch = piece2;
+                }
                 if (piece > fetch) fetch = piece;
             }
             if (need > staging) staging = need;
@@ -1420,7 +1527,9 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
                     G->nothing_left ? " (nothing left to run)" : "");
             if (M->inlined_into >= 0)
                 out(buf, len, &off, " (computed at the taps of %s's sums, never stored)", p->st[G->mem[M->inlined_into].stage].name);
-            if (M->tap) out(buf, len, &off, ", its sums in a compiled tap program (%d rows)", M->tap->n_rows);
+            if (M->tap) out(buf, len, &off, ", its sums in a compiled tap program (%d rows", M->tap->n_rows);
+            if (M->tap2) out(buf, len, &off, "; two output rows per call over %d", M->tap2->n_rows);
+            if (M->tap) out(buf, len, &off, ")");
             out(buf, len, &off, "\n");
         }
         /* The schedule tree is built here, not at planning: only a

@@ -1,7 +1,8 @@
 /* Tap programs (lib/codegen, graph_exec.h): a pointwise stage whose inputs
  * are stencil sums, the sums' pointwise producers inlined at every tap, run
- * as one compiled loop. They must compute exactly what the interpreted
- * epilogue path computes (the producer's rows stored, the sums by the row
+ * as one compiled loop, two output rows per call where both are inside
+ * the producers' domains (the pair program). They must compute exactly
+ * what the interpreted epilogue path computes (the producer's rows stored, the sums by the row
  * kernel, the expression interpreted): every output bit for bit, with every
  * boundary (the edge path where an inlined producer's taps leave its
  * domain), strided rows, shared, unit and per-channel weights, broadcast
@@ -237,7 +238,7 @@ int main(void)
     const int count = cnt ? atoi(cnt) : 48;
     ps_context *ctx = NULL;
     TU_OK(ps_context_create(NULL, &ctx));
-    int graphs = 0, with_tap = 0, with_inline = 0, refused = 0;
+    int graphs = 0, with_tap = 0, with_inline = 0, with_pair = 0, refused = 0;
     for (int gi = 0; gi < count && ctx; gi++) {
         tu_rng r = {seed + (uint64_t)gi * 7919u};
         built b;
@@ -258,6 +259,7 @@ int main(void)
         if (desc) {
             with_tap += strstr(desc, "compiled tap program") != NULL;
             with_inline += strstr(desc, "never stored") != NULL;
+            with_pair += strstr(desc, "two output rows per call") != NULL;
         }
         if (a && ref) {
             int64_t bad = -1;
@@ -285,12 +287,13 @@ int main(void)
         for (int i = 0; i < b.n_in; i++) free(in[i]);
         ps_graph_destroy(b.g);
     }
-    printf("test_taps: %d graphs (%d drawn again), %d with a tap program, %d with an inlined producer\n", graphs, refused,
-           with_tap, with_inline);
+    printf("test_taps: %d graphs (%d drawn again), %d with a tap program, %d with an inlined producer, %d with a pair "
+           "program\n", graphs, refused, with_tap, with_inline, with_pair);
     /* the path under test was taken: most graphs fuse their sums into the reader */
     TU_CHECK(graphs >= count * 3 / 4, "only %d of %d graphs built", graphs, count);
     TU_CHECK(with_tap >= graphs / 2, "only %d of %d graphs had a tap program", with_tap, graphs);
     TU_CHECK(with_inline >= graphs / 5, "only %d of %d graphs inlined a producer", with_inline, graphs);
+    TU_CHECK(with_pair >= graphs / 2, "only %d of %d graphs had a pair program", with_pair, graphs);
     ps_context_destroy(ctx);
     remove_dir(dir);
     return tu_finish("test_taps");
