@@ -235,22 +235,22 @@ int ps_codegen_covers_taps(const ps_tprog *tp)
     return 1;
 }
 
-/* The loop body of tap program tp for out[i] (`out`), reading the rows of
- * its second output where second (a pair program), its locals suffixed
- * `sfx` so two bodies share one scope: each term's value in a local (a
+/* The loop body of tap program tp for output row b's element (`out`), its
+ * locals suffixed `sfx` so the bodies of several rows share one scope: each term's value in a local (a
  * row's element, or the sum over its taps with the inlined producer's
  * operations written once per tap), then the reader's operations on them.
  * The sum runs as the row kernels' (kernels/rows_isa.c sum): from the
  * bias, one multiply-add per tap in tap order, contracted where the table
  * contracts; the clamp as its clamp: max first, then min. */
-static int emit_tap_body(FILE *f, const ps_tprog *tp, int fma, const char *out, int second, const char *sfx)
+static int emit_tap_body(FILE *f, const ps_tprog *tp, int fma, const char *out, int b, const char *sfx)
 {
-    char in_text[PS_POINTWISE_MAX_INPUTS][48], x_text[PS_POINTWISE_MAX_INPUTS][24], p[16];
+    char in_text[PS_POINTWISE_MAX_INPUTS][48], x_text[PS_POINTWISE_MAX_INPUTS][32], p[24];
     const char *in[PS_POINTWISE_MAX_INPUTS], *x[PS_POINTWISE_MAX_INPUTS];
     snprintf(p, sizeof p, "p%s", sfx);
     for (int j = 0; j < tp->n_terms; j++) {
         const ps_tap_term *T = &tp->term[j];
-        const int *row = second ? T->tap_row_b : T->tap_row, *off = second ? T->tap_off_b : T->tap_off;
+        const size_t cnt = (size_t)(T->n_taps > 0 ? T->n_taps : 1) * (size_t)(T->n_inl_in > 0 ? T->n_inl_in : 1);
+        const int *row = T->tap_row + (size_t)b * cnt, *off = T->tap_off + (size_t)b * cnt;
         snprintf(x_text[j], sizeof x_text[j], "x%d%s", j, sfx);
         x[j] = x_text[j];
         if (T->n_taps == 0) {
@@ -296,24 +296,27 @@ static int emit_tap_body(FILE *f, const ps_tprog *tp, int fma, const char *out, 
         }
         fprintf(f, "        const float x%d%s = a%d%s;\n", j, sfx, j, sfx);
     }
-    char reg[16];
+    char reg[24];
     snprintf(reg, sizeof reg, "r%s_", sfx);
     const names nm = {reg, "r", tp->prog, x, out};
     return emit_body(f, tp->prog, fma, &nm);
 }
 
-/* Function ps_tp_<index> computing tp (codegen.h), or ps_tq_<index> for a
- * pair program: both rows' bodies in one iteration, where the compiler
- * loads the rows they share and computes the inlined producer at their
- * common taps once. */
+/* Function ps_tp_<index> computing tp (codegen.h), or ps_tq_<index> for
+ * two rows per call: both rows' bodies in one iteration, where the
+ * compiler loads the rows they share and computes the inlined producer at
+ * their common taps once. */
 static int emit_tprog(FILE *f, const ps_tprog *tp, int index, int fma)
 {
-    if (tp->pair)
+    const int R = tp->rows_per_call > 1 ? tp->rows_per_call : 1;
+    if (R > 2) return 0;
+    if (R == 2) {
         fprintf(f, "void ps_tq_%d(float *restrict out0, float *restrict out1, const float *const *rows, "
                    "const float *const *wv, const float *bv, int64_t n)\n{\n", index);
-    else
-        fprintf(f, "void ps_tp_%d(float *restrict out, const float *const *rows, const float *const *wv, const float *bv, "
+    } else {
+        fprintf(f, "void ps_tp_%d(float *restrict out0, const float *const *rows, const float *const *wv, const float *bv, "
                    "int64_t n)\n{\n", index);
+    }
     for (int r = 0; r < tp->n_rows; r++) fprintf(f, "    const float *restrict q%d = rows[%d];\n", r, r);
     emit_consts(f, tp->prog, "r");
     for (int j = 0; j < tp->n_terms; j++) {
@@ -333,10 +336,11 @@ static int emit_tprog(FILE *f, const ps_tprog *tp, int index, int fma)
         }
     }
     fputs("    for (int64_t i = 0; i < n; i++) {\n", f);
-    if (tp->pair) {
-        if (!emit_tap_body(f, tp, fma, "out0[i]", 0, "_a") || !emit_tap_body(f, tp, fma, "out1[i]", 1, "_b")) return 0;
-    } else if (!emit_tap_body(f, tp, fma, "out[i]", 0, "")) {
-        return 0;
+    for (int b = 0; b < R; b++) {
+        char out[24], sfx[16];
+        snprintf(out, sizeof out, "out%d[i]", b);
+        snprintf(sfx, sizeof sfx, "_%d", b);
+        if (!emit_tap_body(f, tp, fma, out, b, sfx)) return 0;
     }
     fputs("    }\n}\n\n", f);
     return 1;
@@ -552,12 +556,12 @@ ps_status ps_codegen_compile(const ps_context *ctx, const char *isa, ps_vprog *c
     for (int i = 0; i < n && code; i++) {
         if (unit_of[i] < 0 || !units[unit_of[i]].lib) continue;
         char name[32];
-        const int pair = i >= n_progs && taps[i - n_progs]->pair;
-        snprintf(name, sizeof name, i < n_progs ? "ps_vp_%d" : pair ? "ps_tq_%d" : "ps_tp_%d", i < n_progs ? i : i - n_progs);
+        const int multi = i >= n_progs && taps[i - n_progs]->rows_per_call > 1;
+        snprintf(name, sizeof name, i < n_progs ? "ps_vp_%d" : multi ? "ps_tq_%d" : "ps_tp_%d", i < n_progs ? i : i - n_progs);
         void *sym = dlsym(units[unit_of[i]].lib, name);
         /* object to function pointer: POSIX dlsym */
         if (i < n_progs) memcpy(&progs[i]->fn, &sym, sizeof progs[i]->fn);
-        else if (pair) memcpy(&taps[i - n_progs]->fn2, &sym, sizeof taps[i - n_progs]->fn2);
+        else if (multi) memcpy(&taps[i - n_progs]->fnn, &sym, sizeof taps[i - n_progs]->fnn);
         else memcpy(&taps[i - n_progs]->fn, &sym, sizeof taps[i - n_progs]->fn);
         *n_compiled += sym != NULL;
     }

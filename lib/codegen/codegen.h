@@ -33,10 +33,12 @@ int ps_codegen_covers(const ps_vprog *prog);
  * from there. */
 typedef void (*ps_tap_fn)(float *restrict out, const float *const *rows, const float *const *w, const float *bias,
                           int64_t n);
-/* A pair program: two output rows per call (row y into out0, y + 1 into
+/* A program of two output rows per call (row y into out0, y + 1 into
  * out1) over one set of rows, so the rows both read, and the inlined
- * producer's values at the taps they share, are loaded and computed once. */
-typedef void (*ps_tap2_fn)(float *restrict out0, float *restrict out1, const float *const *rows, const float *const *w,
+ * producer's values at the taps they share, are loaded and computed once.
+ * (Restrict-qualified parameters: the compiler vectorizes the loop without
+ * checks that the outputs do not overlap.) */
+typedef void (*ps_tapn_fn)(float *restrict out0, float *restrict out1, const float *const *rows, const float *const *w,
                            const float *bias, int64_t n);
 
 typedef struct ps_tap_term {
@@ -46,14 +48,15 @@ typedef struct ps_tap_term {
     float lo, hi;
     const ps_vprog *inl;   /* a tap's value: this program of n_inl_in rows, NULL: one row's element */
     int n_inl_in;
-    int *tap_row, *tap_off;/* max(1, n_taps) x max(1, n_inl_in): the row and offset of tap t, input k */
-    int *tap_row_b, *tap_off_b; /* a pair program's second row: the same for out1 */
+    /* rows_per_call x max(1, n_taps) x max(1, n_inl_in): the row and offset
+     * of output row b's tap t, input k */
+    int *tap_row, *tap_off;
 } ps_tap_term;
 
 typedef struct ps_tprog {
     ps_tap_fn fn;          /* set by ps_codegen_compile, or NULL */
-    ps_tap2_fn fn2;        /* the same for a pair program (pair = 1) */
-    int pair;
+    ps_tapn_fn fnn;        /* the same for rows_per_call 2 */
+    int rows_per_call;     /* output rows per call: 1 (fn) or 2 (fnn) */
     const ps_vprog *prog;  /* the reader's expression: input j is term j */
     int n_terms, n_rows;
     ps_tap_term *term;

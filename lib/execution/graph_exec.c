@@ -37,7 +37,8 @@ typedef struct thread_bufs {
     float *area;          /* scratch of the group's members */
     float *staging;
     float *temp;          /* rows on their way to a strided (NHWC) destination */
-    float *vrow;          /* bilinear: the vertically interpolated row */
+    float *vrow;          /* bilinear: the vertically interpolated row; temp + temp_floats */
+    size_t temp_floats;   /* temp's length: a tap program's rows b use temp + b * temp_floats */
     float *regs;
     float *fused;         /* producer epilogues: one chunk per input of the reader */
     const float *zeros;
@@ -1054,24 +1055,30 @@ static void compute_taps(const ps_graph_plan *pl, const ps_gx_group *g, const ps
         }
         for (int64_t y = B->y0; y < y1;) {
             const int row_ok = y >= m->tap_valid.y0 && y < m->tap_valid.y0 + m->tap_valid.h;
-            if (T2 && row_ok && y + 1 < y1 && y + 1 < m->tap_valid.y0 + m->tap_valid.h) {
-                float *d0 = dst_row(out, c, y, B->x0, tb->temp), *d1 = dst_row(out, c, y + 1, B->x0, tb->vrow);
-                for (int64_t x0 = B->x0; x0 < x1;) {
-                    const int64_t len = piece_end(x0, x1, cut2, 4) - x0;
-                    if (x0 < vx0 || x0 >= vx1) {
-                        compute_taps_edge(pl, g, m, boxes, rv, c, y, x0, len, d0 + (x0 - B->x0), n, inputs, outputs, ws, tb);
-                        compute_taps_edge(pl, g, m, boxes, rv, c, y + 1, x0, len, d1 + (x0 - B->x0), n, inputs, outputs, ws,
-                                          tb);
-                    } else {
-                        tap_fetch(m->rows2, T2->n_rows, rv2, c, y, x0, len, stride2, tb, rows);
-                        T2->fn2(d0 + (x0 - B->x0), d1 + (x0 - B->x0), rows, wv, bias, len);
+            const int R = T2 ? T2->rows_per_call : 1;
+            if (R > 1 && row_ok && y + R <= y1 && y + R <= m->tap_valid.y0 + m->tap_valid.h) {
+                /* rows y .. y + R - 1, each in a temporary row of its own
+                 * where the destination needs one */
+                float *dd[PS_TAP_ROWS_PER_CALL], *dr[PS_TAP_ROWS_PER_CALL];
+                for (int b = 0; b < R; b++) dd[b] = dst_row(out, c, y + b, B->x0, tb->temp + (size_t)b * tb->temp_floats);
+                {
+                    for (int64_t x0 = B->x0; x0 < x1;) {
+                        const int64_t len = piece_end(x0, x1, cut2, 4) - x0;
+                        if (x0 < vx0 || x0 >= vx1) {
+                            for (int b = 0; b < R; b++)
+                                compute_taps_edge(pl, g, m, boxes, rv, c, y + b, x0, len, dd[b] + (x0 - B->x0), n, inputs,
+                                                  outputs, ws, tb);
+                        } else {
+                            tap_fetch(m->rows2, T2->n_rows, rv2, c, y, x0, len, stride2, tb, rows);
+                            for (int b = 0; b < R; b++) dr[b] = dd[b] + (x0 - B->x0);
+                            T2->fnn(dr[0], dr[1], rows, wv, bias, len);
+                        }
+                        x0 += len;
                     }
-                    x0 += len;
+                    for (int b = 0; b < R; b++) put_row(out, c, y + b, B->x0, B->w, dd[b]);
+                    y += R;
+                    continue;
                 }
-                put_row(out, c, y, B->x0, B->w, d0);
-                put_row(out, c, y + 1, B->x0, B->w, d1);
-                y += 2;
-                continue;
             }
             float *d = dst_row(out, c, y, B->x0, tb->temp);
             for (int64_t x0 = B->x0; x0 < x1;) {
@@ -1200,8 +1207,8 @@ void ps_graph_run(const ps_graph_plan *pl, const float *const *inputs, float *co
             /* The thread's area: member scratch, staging rows, temporary rows,
              * expression registers, a row of zeros, the tile's boxes. */
             float *area = threads_area + (size_t)omp_get_thread_num() * pl->thread_floats;
-            size_t off = pl->thread_floats - pl->staging_floats - 2 * pl->temp_floats - pl->regs_floats - pl->fused_floats -
-                         3 * pl->zero_floats - pl->boxes_floats;
+            size_t off = pl->thread_floats - pl->staging_floats - (size_t)pl->temp_rows * pl->temp_floats - pl->regs_floats -
+                         pl->fused_floats - 3 * pl->zero_floats - pl->boxes_floats;
             thread_bufs tb;
             tb.area = area;
             tb.staging = area + off;
@@ -1209,7 +1216,8 @@ void ps_graph_run(const ps_graph_plan *pl, const float *const *inputs, float *co
             tb.temp = area + off;
             off += pl->temp_floats;
             tb.vrow = area + off;
-            off += pl->temp_floats;
+            off += (size_t)(pl->temp_rows - 1) * pl->temp_floats; /* vrow, and rows for a tap program's several rows */
+            tb.temp_floats = pl->temp_floats;
             tb.regs = area + off;
             off += pl->regs_floats;
             tb.fused = area + off;

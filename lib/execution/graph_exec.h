@@ -53,7 +53,7 @@ typedef struct ps_gx_member {
     struct ps_gx_taprow *rows; /* tap->n_rows */
     int tap_span;          /* columns a piece reads beyond its outputs: the widest row or sum */
     ps_box tap_valid;      /* outputs whose inlined taps read inside their producers' domains */
-    ps_tprog *tap2;        /* its pair program (two rows per call), NULL: none */
+    ps_tprog *tap2;        /* its form for several rows per call, NULL: none */
     struct ps_gx_taprow *rows2; /* tap2->n_rows */
     int tap2_span;
     size_t scr_off;        /* floats from the thread area's start */
@@ -98,6 +98,11 @@ typedef struct ps_gx_group {
 } ps_gx_group;
 
 #define PS_TAP_ROWS_MAX 48     /* rows of one tap program */
+/* Output rows per call of a tap program's several-row form: with a 3x3
+ * sum, two rows read four of each input row instead of six and share the
+ * producer's values at a third of their taps. (The C compiler leaves the
+ * loop of four rows' bodies unvectorized.) */
+#define PS_TAP_ROWS_PER_CALL 2
 
 /* A row a tap program reads: for output row y and columns [x, x + n),
  * row sy * y + dy of the tensor of `stage` (its member's ring, or memory
@@ -171,6 +176,7 @@ struct ps_graph_plan {
     size_t ws_tensor_floats;  /* tensors between groups */
     size_t thread_floats;     /* per thread: scratch, staging, temporaries */
     size_t staging_floats, temp_floats, regs_floats, fused_floats, zero_floats, boxes_floats;
+    int temp_rows;            /* temporary rows per thread: 2, or a tap program's rows per call */
     int max_members;
     size_t workspace_bytes;
     double plan_ms, fuse_ms;

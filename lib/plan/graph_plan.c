@@ -37,8 +37,6 @@ static void tprog_free(ps_tprog *T)
     for (int j = 0; T->term && j < T->n_terms; j++) {
         free(T->term[j].tap_row);
         free(T->term[j].tap_off);
-        free(T->term[j].tap_row_b);
-        free(T->term[j].tap_off_b);
     }
     free(T->term);
     free(T);
@@ -124,9 +122,10 @@ static int tap_rows_finish(ps_gx_taprow *rows, int n_rows)
     return span;
 }
 
-/* The pair program of member M's tap program (codegen.h): rows y and y + 1
- * over the union of their rows. 0 where the union has too many rows. */
-static ps_status plan_pair(ps_gx_member *M, int *ok)
+/* Member M's program of R output rows per call (codegen.h): rows y .. y +
+ * R - 1 over the union of their rows. *ok = 0 where the union has too many
+ * rows. */
+static ps_status plan_multi(ps_gx_member *M, int R, int *ok)
 {
     const ps_tprog *T = M->tap;
     *ok = 0;
@@ -137,35 +136,33 @@ static ps_status plan_pair(ps_gx_member *M, int *ok)
     ps_tprog *P = M->tap2;
     P->prog = T->prog;
     P->n_terms = T->n_terms;
-    P->pair = 1;
+    P->rows_per_call = R;
     int n_rows = 0;
     for (int j = 0; j < T->n_terms; j++) {
         const ps_tap_term *X = &T->term[j];
         ps_tap_term *Y = &P->term[j];
         *Y = *X;
         const size_t cnt = (size_t)(X->n_taps > 0 ? X->n_taps : 1) * (size_t)(X->n_inl_in > 0 ? X->n_inl_in : 1);
-        Y->tap_row = malloc(cnt * sizeof *Y->tap_row);
-        Y->tap_off = malloc(cnt * sizeof *Y->tap_off);
-        Y->tap_row_b = malloc(cnt * sizeof *Y->tap_row_b);
-        Y->tap_off_b = malloc(cnt * sizeof *Y->tap_off_b);
-        if (!Y->tap_row || !Y->tap_off || !Y->tap_row_b || !Y->tap_off_b)
-            return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
+        Y->tap_row = malloc((size_t)R * cnt * sizeof *Y->tap_row);
+        Y->tap_off = malloc((size_t)R * cnt * sizeof *Y->tap_off);
+        if (!Y->tap_row || !Y->tap_off) return ps_error(PS_ERR_OUT_OF_MEMORY, "ps_graph_plan_create: out of memory");
     }
-    /* rows first (each row's columns span both bodies' reads), offsets after */
+    /* rows first (each row's columns span every body's reads), offsets after */
     for (int pass = 0; pass < 2; pass++)
         for (int j = 0; j < T->n_terms; j++) {
             const ps_tap_term *X = &T->term[j];
             ps_tap_term *Y = &P->term[j];
             const size_t cnt = (size_t)(X->n_taps > 0 ? X->n_taps : 1) * (size_t)(X->n_inl_in > 0 ? X->n_inl_in : 1);
             for (size_t i = 0; i < cnt; i++) {
-                const ps_gx_taprow *R = &M->rows[X->tap_row[i]];
-                const int dx = R->dx0 + X->tap_off[i];
-                for (int b = 0; b < 2; b++) {
-                    int r = tap_row_of(M->rows2, &n_rows, R->stage, R->member, R->chan0, R->sy, R->dy + b * R->sy, R->bd, dx);
+                const ps_gx_taprow *Rw = &M->rows[X->tap_row[i]];
+                const int dx = Rw->dx0 + X->tap_off[i];
+                for (int b = 0; b < R; b++) {
+                    int r = tap_row_of(M->rows2, &n_rows, Rw->stage, Rw->member, Rw->chan0, Rw->sy, Rw->dy + b * Rw->sy,
+                                       Rw->bd, dx);
                     if (r < 0) return PS_SUCCESS;
                     if (pass) {
-                        (b ? Y->tap_row_b : Y->tap_row)[i] = r;
-                        (b ? Y->tap_off_b : Y->tap_off)[i] = dx - M->rows2[r].dx0;
+                        Y->tap_row[(size_t)b * cnt + i] = r;
+                        Y->tap_off[(size_t)b * cnt + i] = dx - M->rows2[r].dx0;
                     }
                 }
             }
@@ -303,25 +300,28 @@ static ps_status plan_taps(ps_graph_plan *pl, ps_gx_group *G)
             }
         const int span = tap_rows_finish(M->rows, n_rows);
         if (span > M->tap_span) M->tap_span = span;
-        int pair_ok = 0;
-        ps_status st = plan_pair(M, &pair_ok);
-        if (st) {
-            tap_free(M);
-            return st;
-        }
-        if (!pair_ok) {
-            tprog_free(M->tap2);
-            free(M->rows2);
-            M->tap2 = NULL;
-            M->rows2 = NULL;
+        /* PS_TAP_ROWS_PER_CALL rows per call where the union of their rows
+         * fits a program, else two */
+        for (int R = PS_TAP_ROWS_PER_CALL; R >= 2 && !M->tap2; R /= 2) {
+            int multi_ok = 0;
+            ps_status st = plan_multi(M, R, &multi_ok);
+            if (st) {
+                tap_free(M);
+                return st;
+            }
+            if (!multi_ok) {
+                tprog_free(M->tap2);
+                free(M->rows2);
+                M->tap2 = NULL;
+                M->rows2 = NULL;
+            }
         }
     }
-    /* bands of two rows, so a pair program gets its two rows per step */
+    /* bands of as many rows, so a step gives the program its rows */
+    int R = 1;
     for (int q = 0; q < G->n; q++)
-        if (G->mem[q].tap2) {
-            G->band *= 2;
-            break;
-        }
+        if (G->mem[q].tap2 && G->mem[q].tap2->rows_per_call > R) R = G->mem[q].tap2->rows_per_call;
+    G->band *= R;
     return PS_SUCCESS;
 }
 
@@ -331,7 +331,7 @@ static ps_status plan_taps(ps_graph_plan *pl, ps_gx_group *G)
 static void drop_failed_taps(ps_gx_group *G)
 {
     for (int q = 0; q < G->n; q++) {
-        if (G->mem[q].tap2 && !G->mem[q].tap2->fn2) {
+        if (G->mem[q].tap2 && !G->mem[q].tap2->fnn) {
             tprog_free(G->mem[q].tap2);
             free(G->mem[q].rows2);
             G->mem[q].tap2 = NULL;
@@ -415,7 +415,7 @@ static ps_status compile_programs(ps_graph_plan *pl)
                 if (pl->groups[gi].mem[k].tap2) taps[n_taps++] = pl->groups[gi].mem[k].tap2;
             }
     pl->code_progs = n;
-    for (int i = 0; i < n_taps; i++) pl->code_taps += !taps[i]->pair;
+    for (int i = 0; i < n_taps; i++) pl->code_taps += taps[i]->rows_per_call < 2;
     ps_status st = PS_SUCCESS;
     const double t0 = ps_now_ms();
     if (n == 0) snprintf(pl->code_why, sizeof pl->code_why, "no expression");
@@ -425,8 +425,8 @@ static ps_status compile_programs(ps_graph_plan *pl)
                                 &pl->code_cached, pl->code_why, sizeof pl->code_why);
     pl->code_ms = ps_now_ms() - t0;
     for (int i = 0; i < n_taps; i++) {
-        const int done = taps[i]->fn != NULL || taps[i]->fn2 != NULL;
-        pl->code_taps_compiled += done && !taps[i]->pair;
+        const int done = taps[i]->fn != NULL || taps[i]->fnn != NULL;
+        pl->code_taps_compiled += done && taps[i]->rows_per_call < 2;
         pl->code_compiled -= done;
     }
     free(progs);
@@ -1144,7 +1144,12 @@ static ps_status layout(ps_graph_plan *pl)
     pl->fused_floats = round16(fused);
     pl->zero_floats = round16(zeros);
     pl->boxes_floats = round16((size_t)pl->max_members * sizeof(ps_box) / sizeof(float));
-    pl->thread_floats = round16(scratch_max) + pl->staging_floats + 2 * pl->temp_floats + pl->regs_floats +
+    pl->temp_rows = 2;
+    for (int gi = 0; gi < pl->n_groups; gi++)
+        for (int k = 0; k < pl->groups[gi].n; k++)
+            if (pl->groups[gi].mem[k].tap2 && pl->groups[gi].mem[k].tap2->rows_per_call > pl->temp_rows)
+                pl->temp_rows = pl->groups[gi].mem[k].tap2->rows_per_call;
+    pl->thread_floats = round16(scratch_max) + pl->staging_floats + (size_t)pl->temp_rows * pl->temp_floats + pl->regs_floats +
                         pl->fused_floats + 3 * pl->zero_floats + pl->boxes_floats;
     double bytes = ((double)round16(pl->ws_tensor_floats) + (double)pl->nthreads * (double)pl->thread_floats) * 4.0;
     if (bytes > 1e18) return ps_error(PS_ERR_OVERFLOW, "ps_graph_plan_create: the workspace would overflow");
@@ -1528,7 +1533,7 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
             if (M->inlined_into >= 0)
                 out(buf, len, &off, " (computed at the taps of %s's sums, never stored)", p->st[G->mem[M->inlined_into].stage].name);
             if (M->tap) out(buf, len, &off, ", its sums in a compiled tap program (%d rows", M->tap->n_rows);
-            if (M->tap2) out(buf, len, &off, "; two output rows per call over %d", M->tap2->n_rows);
+            if (M->tap2) out(buf, len, &off, "; %d output rows per call over %d", M->tap2->rows_per_call, M->tap2->n_rows);
             if (M->tap) out(buf, len, &off, ")");
             out(buf, len, &off, "\n");
         }

@@ -259,7 +259,7 @@ int main(void)
         if (desc) {
             with_tap += strstr(desc, "compiled tap program") != NULL;
             with_inline += strstr(desc, "never stored") != NULL;
-            with_pair += strstr(desc, "two output rows per call") != NULL;
+            with_pair += strstr(desc, "2 output rows per call") != NULL;
         }
         if (a && ref) {
             int64_t bad = -1;
