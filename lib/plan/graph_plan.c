@@ -1096,7 +1096,8 @@ static ps_status layout(ps_graph_plan *pl)
                 break;
             case PS_NODE_POINTWISE:
                 need = (size_t)S->n_in * w * C;
-                if ((size_t)S->prog.n_regs * PS_VCHUNK > regs) regs = (size_t)S->prog.n_regs * PS_VCHUNK;
+                /* registers of the interpreter: a compiled program keeps its values in locals */
+                if (!S->prog.fn && (size_t)S->prog.n_regs * PS_VCHUNK > regs) regs = (size_t)S->prog.n_regs * PS_VCHUNK;
                 break;
             case PS_NODE_MIX: need = (size_t)S->in_c * w; break;
             case PS_NODE_CONCAT:
