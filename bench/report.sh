@@ -177,7 +177,8 @@ fi
 if [ $DO_PIPELINES = 1 ]; then
   t0=$(now); echo "pipelines:"
   rm -f "$OUT"/csv/pipelines.* "$OUT"/pipelines.*
-  if [ $QUICK = 1 ]; then pq=(--width 320 --height 200 --rounds 1 --reps 2 --halide manual); else pq=(); fi
+  # five rounds: single rounds on the 2-core VMs spread by up to 30%
+  if [ $QUICK = 1 ]; then pq=(--width 320 --height 200 --rounds 1 --reps 2 --halide manual); else pq=(--rounds 5); fi
   run pipelines "$P" bench pipeline --threads "$THREADS" "${pq[@]}" \
     --csv "$OUT/csv/pipelines.csv" --markdown "$OUT/csv/pipelines.table.md" --png "$OUT/pipelines.png"
   took[pipelines]=$(( $(now) - t0 ))
