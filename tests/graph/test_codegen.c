@@ -12,14 +12,13 @@
 #define _GNU_SOURCE /* mkdtemp, setenv */
 #include "row_tables.h"
 #include "test_util.h"
+#include "tu_jit_cache.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "codegen/codegen.h"
 
@@ -173,31 +172,12 @@ static void cache_reuse(ps_context *ctx, const ps_row_kernels *k)
     ps_expr_free(e);
 }
 
-/* Removes dir/jit's files, dir/jit and dir (the test's own cache). */
-static void remove_cache(const char *dir)
-{
-    char jit[600], path[900];
-    snprintf(jit, sizeof jit, "%s/polysci/jit", dir);
-    DIR *d = opendir(jit);
-    for (struct dirent *f; d && (f = readdir(d));) {
-        if (f->d_name[0] == '.') continue;
-        snprintf(path, sizeof path, "%s/%s", jit, f->d_name);
-        unlink(path);
-    }
-    if (d) closedir(d);
-    rmdir(jit);
-    snprintf(path, sizeof path, "%s/polysci", dir);
-    rmdir(path);
-    rmdir(dir);
-}
-
 int main(void)
 {
     /* A cache directory of its own: every object is compiled here (none left
      * from earlier runs), and the user's cache is not touched. */
     char dir[] = "/tmp/ps_test_codegen.XXXXXX";
-    TU_CHECK(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno));
-    setenv("XDG_CACHE_HOME", dir, 1);
+    TU_CHECK(tu_jit_cache_create(dir), "mkdtemp: %s", strerror(errno));
     setenv("PS_CODEGEN", "1", 1);
     ps_context *ctx = NULL;
     TU_CHECK(ps_context_create(NULL, &ctx) == PS_SUCCESS, "context: %s", ps_last_error_message());
@@ -229,6 +209,6 @@ int main(void)
         ps_expr_free(e);
         ps_context_destroy(ctx);
     }
-    remove_cache(dir);
+    tu_jit_cache_remove(dir);
     return tu_finish("test_codegen");
 }

@@ -17,14 +17,13 @@
  *
  * PS_TEST_SEED, PS_TEST_COUNT (default 48 graphs). */
 #define _GNU_SOURCE /* mkdtemp, setenv */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "polysci/polysci.h"
 #include "test_util.h"
+#include "tu_jit_cache.h"
 
 static ps_expr *in_(int i) { return ps_expr_input(i); }
 static ps_expr *k_(float v) { return ps_expr_const(v); }
@@ -205,34 +204,13 @@ static float *run(ps_context *ctx, const built *b, float *const *in, unsigned fl
     return out;
 }
 
-/* The test's cache directory and the objects compiled into it. */
-static void remove_dir(const char *dir)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/polysci/jit", dir);
-    DIR *d = opendir(path);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        char f[1300];
-        snprintf(f, sizeof f, "%s/%s", path, e->d_name);
-        unlink(f);
-    }
-    if (d) closedir(d);
-    rmdir(path);
-    snprintf(path, sizeof path, "%s/polysci", dir);
-    rmdir(path);
-    rmdir(dir);
-}
-
 int main(void)
 {
     char dir[] = "/tmp/ps_test_taps_XXXXXX";
-    if (!mkdtemp(dir)) {
+    if (!tu_jit_cache_create(dir)) {
         perror("mkdtemp");
         return 1;
     }
-    setenv("XDG_CACHE_HOME", dir, 1);
     const uint64_t seed = tu_seed("test_taps", 20261127);
     const char *cnt = getenv("PS_TEST_COUNT");
     const int count = cnt ? atoi(cnt) : 48;
@@ -295,6 +273,6 @@ int main(void)
     TU_CHECK(with_inline >= graphs / 5, "only %d of %d graphs inlined a producer", with_inline, graphs);
     TU_CHECK(with_pair >= graphs / 2, "only %d of %d graphs had a pair program", with_pair, graphs);
     ps_context_destroy(ctx);
-    remove_dir(dir);
+    tu_jit_cache_remove(dir);
     return tu_finish("test_taps");
 }
