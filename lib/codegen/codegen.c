@@ -34,8 +34,10 @@ static const struct {
     {"generic", 0, {NULL}},
 };
 
+/* No -fno-trapping-math: with it GCC 12 folds `(a == b) ? a : b` read by a
+ * clamp into a wrong select (clamp(select(a == b, a, b), b, b) gave a). */
 static const char *const base_flags[] = {"-O2", "-ftree-vectorize", "-fvect-cost-model=cheap", "--param=vect-epilogues-nomask=0", "-std=c11", "-ffp-contract=off", "-fno-math-errno",
-                                         "-fno-trapping-math", "-fPIC", "-shared", "-w"};
+                                         "-fPIC", "-shared", "-w"};
 
 static int isa_fma(const char *isa)
 {
@@ -46,12 +48,73 @@ static int isa_fma(const char *isa)
 
 int ps_codegen_covers(const ps_vprog *prog)
 {
-    if (!prog || prog->n_ops < 1) return 0;
-    for (int o = 0; o < prog->n_ops; o++) {
-        const int op = prog->ops[o].op;
-        if (op == PS_EXPR_EXP || op == PS_EXPR_LOG) return 0;
-    }
-    return 1;
+    return prog && prog->n_ops >= 1;
+}
+
+/* The helpers every unit's programs call. exp and log of the row kernels
+ * (kernels/rows_isa.c exp_poly, log_poly: Cephes' polynomials), written
+ * with the contractions that table's compiler makes (F(a, b, c): fmaf
+ * where the table contracts a * b + c, else the two roundings), so
+ * compiled programs compute the interpreter's values; in log's
+ * y = t * z * p; y += fe * c the product fe * c is the fused one. */
+static void emit_prelude(FILE *f, int fma)
+{
+    fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n", f);
+    fputs(fma ? "#define F(a, b, c) fmaf((a), (b), (c))\n" : "#define F(a, b, c) ((a) * (b) + (c))\n", f);
+    /* negation (the NEG operation, the negated operands of FMS, FNMA and
+     * MSM) as the sign bit's flip: GCC folds -fmaf(a, b, c) into
+     * -(a * b) - c, which gives +0 where the interpreter's separate
+     * negation of the rounded sum gives -0 */
+    fputs("static inline float ps_bits_f(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }\n"
+          "static inline uint32_t ps_f_bits(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }\n"
+          "static inline float ps_neg(float x) { return ps_bits_f(ps_f_bits(x) ^ 0x80000000u); }\n"
+          "static inline float ps_exp(float x)\n{\n"
+          "    float xc = x > 88.3762626647949f ? 88.3762626647949f : x;\n"
+          "    xc = xc < -87.3365478515625f ? -87.3365478515625f : xc;\n"
+          "    const float fn = floorf(F(xc, 1.44269504088896341f, 0.5f));\n"
+          "    float r = F(-fn, 0.693359375f, xc);\n"
+          "    r = F(-fn, -2.12194440e-4f, r);\n"
+          "    const float z = r * r;\n"
+          "    float p = 1.9875691500E-4f;\n"
+          "    p = F(p, r, 1.3981999507E-3f);\n"
+          "    p = F(p, r, 8.3334519073E-3f);\n"
+          "    p = F(p, r, 4.1665795894E-2f);\n"
+          "    p = F(p, r, 1.6666665459E-1f);\n"
+          "    p = F(p, r, 5.0000001201E-1f);\n"
+          "    p = F(p, z, r) + 1.0f;\n"
+          "    const int32_t e = (int32_t)fn + 127;\n"
+          "    float y = p * ps_bits_f((uint32_t)e << 23);\n"
+          "    y = x > 88.72283935546875f ? __builtin_inff() : y;\n"
+          "    y = x < -87.3365478515625f ? 0.0f : y;\n"
+          "    return x != x ? x : y;\n}\n"
+          "static inline float ps_log(float x)\n{\n"
+          "    const int denormal = x < 1.17549435e-38f;\n"
+          "    const float xs = denormal ? x * 8388608.0f : x;\n"
+          "    const uint32_t u = ps_f_bits(xs);\n"
+          "    const int32_t e = (int32_t)((u >> 23) & 0xff) - 126 - (denormal ? 23 : 0);\n"
+          "    const float m = ps_bits_f((u & 0x007fffffu) | 0x3f000000u);\n"
+          "    const int small = m < 0.707106781186547524f;\n"
+          "    const float fe = (float)(e - small);\n"
+          "    const float t = small ? m + m - 1.0f : m - 1.0f;\n"
+          "    const float z = t * t;\n"
+          "    float p = 7.0376836292E-2f;\n"
+          "    p = F(p, t, -1.1514610310E-1f);\n"
+          "    p = F(p, t, 1.1676998740E-1f);\n"
+          "    p = F(p, t, -1.2420140846E-1f);\n"
+          "    p = F(p, t, 1.4249322787E-1f);\n"
+          "    p = F(p, t, -1.6668057665E-1f);\n"
+          "    p = F(p, t, 2.0000714765E-1f);\n"
+          "    p = F(p, t, -2.4999993993E-1f);\n"
+          "    p = F(p, t, 3.3333331174E-1f);\n"
+          "    float y = F(fe, -2.12194440e-4f, t * z * p);\n"
+          "    y = F(-0.5f, z, y);\n"
+          "    float r = t + y;\n"
+          "    r = F(fe, 0.693359375f, r);\n"
+          "    r = x == __builtin_inff() ? __builtin_inff() : r;\n"
+          "    r = x == 0.0f ? -__builtin_inff() : r;\n"
+          "    r = x < 0.0f ? __builtin_nanf(\"\") : r;\n"
+          "    return x != x ? x : r;\n}\n\n",
+          f);
 }
 
 /* A float literal that reads back as exactly v. */
@@ -110,13 +173,13 @@ static int emit_op(FILE *f, const ps_vop *op, int fma, const names *nm)
     if (op->op >= PS_VOP_FMA) {
         switch (fma ? op->op : -op->op) {
         case PS_VOP_FMA: fputs("fmaf(", f), A(0), fputs(", ", f), A(1), fputs(", ", f), A(2), fputs(")", f); break;
-        case PS_VOP_FMS: fputs("fmaf(", f), A(0), fputs(", ", f), A(1), fputs(", -", f), A(2), fputs(")", f); break;
-        case PS_VOP_FNMA: fputs("fmaf(-", f), A(0), fputs(", ", f), A(1), fputs(", ", f), A(2), fputs(")", f); break;
+        case PS_VOP_FMS: fputs("fmaf(", f), A(0), fputs(", ", f), A(1), fputs(", ps_neg(", f), A(2), fputs("))", f); break;
+        case PS_VOP_FNMA: fputs("fmaf(ps_neg(", f), A(0), fputs("), ", f), A(1), fputs(", ", f), A(2), fputs(")", f); break;
         case PS_VOP_MAM:
             fputs("fmaf(", f), A(0), fputs(", ", f), A(1), fputs(", ", f), A(2), fputs(" * ", f), A(3), fputs(")", f);
             break;
         case PS_VOP_MSM:
-            fputs("fmaf(", f), A(0), fputs(", ", f), A(1), fputs(", -(", f), A(2), fputs(" * ", f), A(3), fputs("))", f);
+            fputs("fmaf(", f), A(0), fputs(", ", f), A(1), fputs(", ps_neg(", f), A(2), fputs(" * ", f), A(3), fputs("))", f);
             break;
         case -PS_VOP_FMA: A(0), fputs(" * ", f), A(1), fputs(" + ", f), A(2); break;
         case -PS_VOP_FMS: A(0), fputs(" * ", f), A(1), fputs(" - ", f), A(2); break;
@@ -136,8 +199,9 @@ static int emit_op(FILE *f, const ps_vop *op, int fma, const names *nm)
     } else if (ps_expr_arity((ps_expr_op)op->op) == 0) {
         A(0);
     } else if (ps_expr_arity((ps_expr_op)op->op) == 1) {
-        const char *fn = op->op == PS_EXPR_NEG ? "-" : op->op == PS_EXPR_ABS ? "fabsf" : op->op == PS_EXPR_SQRT ? "sqrtf"
-                         : op->op == PS_EXPR_FLOOR ? "floorf" : NULL;
+        const char *fn = op->op == PS_EXPR_NEG ? "ps_neg" : op->op == PS_EXPR_ABS ? "fabsf" : op->op == PS_EXPR_SQRT ? "sqrtf"
+                         : op->op == PS_EXPR_FLOOR ? "floorf" : op->op == PS_EXPR_EXP ? "ps_exp"
+                         : op->op == PS_EXPR_LOG ? "ps_log" : NULL;
         if (!fn) return 0;
         fprintf(f, "%s(", fn), A(0), fputs(")", f);
     } else if (c) {
@@ -505,7 +569,7 @@ ps_status ps_codegen_compile(const ps_context *ctx, const char *isa, ps_vprog *c
             st = PS_ERR_OUT_OF_MEMORY;
             break;
         }
-        fputs("#include <math.h>\n#include <stdint.h>\n\n", f);
+        emit_prelude(f, isa_fma(isa));
         for (int i = 0, k = 0; i < n; i++)
             if (text[i]) {
                 if (k % n_units == u) {

@@ -8,8 +8,7 @@
  * each program as one C loop (every operation a statement on locals), builds
  * them with the system C compiler into one shared object for the row-kernel
  * table's instruction set, loads it and sets each program's fn; the
- * interpreter stays for programs the generator does not write (exp, log)
- * and where no compiler runs.
+ * interpreter stays where no compiler runs.
  *
  * Compiled objects are kept in the cache directory (core/cachedir.h,
  * "/jit") under a hash of their source and the compiler command, so a
@@ -21,7 +20,8 @@
 #include "polysci/context.h"
 #include "polysci/status.h"
 
-/* Whether the generator writes prog (every operation but exp and log). */
+/* Whether the generator writes prog (every program of at least one
+ * operation: exp and log as the row kernels' polynomials). */
 int ps_codegen_covers(const ps_vprog *prog);
 
 /* A tap program: a pointwise reader's expression over terms, each term a

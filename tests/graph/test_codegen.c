@@ -4,11 +4,12 @@
  * generator writes and the shapes lowering fuses (a * b + c, a * b - c,
  * c - a * b, a * b + c * d, a * b - c * d, |a - b|, comparisons read by a
  * select), with constants in every operand position; inputs hold ordinary
- * values, zeros, negatives (sqrt of them: NaN), infinities and ties for the
- * comparisons. Rows of 1-300 points (vector bodies and every tail). A
- * program with exp or log stays interpreted (fn NULL). Objects go to a
- * cache directory of the test's own: compiled the first time, loaded the
- * second; PS_CODEGEN=0 compiles nothing. */
+ * values, zeros, negatives (sqrt of them: NaN), infinities, denormals and
+ * magnitudes up to 2^100, and ties for the comparisons. A quarter of the trees have exp or log (the row kernels'
+ * polynomials, which the generated code repeats with the table's
+ * contractions). Rows of 1-300 points (vector bodies and every tail).
+ * Objects go to a cache directory of the test's own: compiled the first
+ * time, loaded the second; PS_CODEGEN=0 compiles nothing. */
 #define _GNU_SOURCE /* mkdtemp, setenv */
 #include "row_tables.h"
 #include "test_util.h"
@@ -64,7 +65,8 @@ static ps_expr *tree(int depth, int n_in, int with_exp)
 
 static float value(void)
 {
-    switch (tu_range(&rng, 0, 9)) {
+    switch (tu_range(&rng, 0, 10)) {
+    case 10: return ldexpf(tu_uniform(&rng), (int)tu_range(&rng, -140, 100)); /* denormals to beyond exp's range */
     case 0: return 0.0f;
     case 1: return -0.0f;
     case 2: return tu_range(&rng, 0, 1) ? INFINITY : -INFINITY;
@@ -97,7 +99,7 @@ static void check_table(ps_context *ctx, const ps_row_kernels *k)
     ps_vprog *progs[N_PROGS];
     for (int i = 0; i < N_PROGS; i++) {
         const int n_in = (int)tu_range(&rng, 1, N_IN);
-        e[i] = tree((int)tu_range(&rng, 1, 4), n_in, i % 10 == 9);
+        e[i] = tree((int)tu_range(&rng, 1, 4), n_in, i % 4 == 3);
         TU_CHECK(e[i] && ps_vprog_lower(e[i], &prog[i]) == PS_SUCCESS, "lowering: %s", ps_last_error_message());
         progs[i] = &prog[i];
     }
@@ -109,14 +111,13 @@ static void check_table(ps_context *ctx, const ps_row_kernels *k)
              "%s: compile: %s", k->isa, ps_last_error_message());
     int covered = 0;
     for (int i = 0; i < N_PROGS; i++) covered += ps_codegen_covers(&prog[i]);
-    TU_CHECK(compiled == covered && covered >= N_PROGS * 8 / 10, "%s: %d of %d covered programs compiled (%s)", k->isa,
-             compiled, covered, why);
+    TU_CHECK(compiled == covered && covered == N_PROGS, "%s: %d of %d covered programs compiled (%s)", k->isa, compiled,
+             covered, why);
     float *in[N_IN], *got = tu_alloc_f(MAXN + 1), *want = tu_alloc_f(MAXN + 1);
     float *regs = tu_alloc_f((size_t)64 * PS_VCHUNK);
     for (int j = 0; j < N_IN; j++) in[j] = tu_alloc_f(MAXN);
     for (int i = 0; i < N_PROGS; i++) {
-        TU_CHECK(!!prog[i].fn == ps_codegen_covers(&prog[i]), "%s: program %d: fn %s", k->isa, i,
-                 prog[i].fn ? "set for exp/log" : "missing");
+        TU_CHECK(prog[i].fn != NULL, "%s: program %d: fn missing", k->isa, i);
         if (!prog[i].fn) continue;
         TU_CHECK(prog[i].n_regs <= 64, "program %d: %d registers", i, prog[i].n_regs);
         for (int trial = 0; trial < 6 && prog[i].n_regs <= 64; trial++) {
@@ -178,6 +179,7 @@ int main(void)
      * from earlier runs), and the user's cache is not touched. */
     char dir[] = "/tmp/ps_test_codegen.XXXXXX";
     TU_CHECK(tu_jit_cache_create(dir), "mkdtemp: %s", strerror(errno));
+    rng.s = tu_seed("test_codegen", 11);
     setenv("PS_CODEGEN", "1", 1);
     ps_context *ctx = NULL;
     TU_CHECK(ps_context_create(NULL, &ctx) == PS_SUCCESS, "context: %s", ps_last_error_message());
