@@ -1,6 +1,7 @@
 /* Building the analysed loop nest (see model.h) from a descriptor and a
  * schedule, mirroring what lib/execution runs. */
 #include "analysis/model.h"
+#include "core/intmath.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,6 @@
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 static const char *const conv_dim_names[PS_DIM_COUNT] = {"n", "k", "oh", "ow", "c"};
 static const char *const gemm_dim_names[PS_DIM_COUNT] = {"?", "m", "?", "n", "k"};
@@ -103,7 +103,7 @@ static ps_status conv_segments(psa_model *m, int64_t n)
         m->seg_off[b] = np;
         for (int64_t s = 0; s < S; s++) {
             int64_t lo = max64(a0, ceil_div(max64(0, m->pl - s * m->dw), m->sw));
-            int64_t hi = min64(a1, floor_div(m->W - 1 + m->pl - s * m->dw, m->sw) + 1);
+            int64_t hi = min64(a1, ps_floor_div(m->W - 1 + m->pl - s * m->dw, m->sw) + 1);
             if (hi <= lo) continue;
             if (np > first && m->seg_shi[np - 1] == s && olo[np - first - 1] == lo && ohi[np - first - 1] == hi) {
                 m->seg_shi[np - 1] = s + 1;

@@ -1,5 +1,6 @@
 /* Plan-time part of the executor: JIT dispatch and padding geometry. */
 #include "execution/engine.h"
+#include "core/intmath.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,6 @@ int64_t ps_exec_kernel_rows(int64_t m)
 }
 
 /* Floor division for possibly negative numerators. */
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 /* What a kernel does with C. */
 typedef enum c_update {
@@ -202,7 +202,7 @@ static ps_status build_conv(ps_exec *e, const ps_problem *p, size_t stream_bytes
     for (int64_t oh = 0; oh < c->OH; oh++) {
         int64_t ih0 = oh * c->sh - c->pt;
         e->r_lo[oh] = max64(0, ceil_div(max64(0, -ih0), c->dh));
-        e->r_hi[oh] = min64(c->R, floor_div(c->H - 1 - ih0, c->dh) + 1);
+        e->r_hi[oh] = min64(c->R, ps_floor_div(c->H - 1 - ih0, c->dh) + 1);
         if (e->r_hi[oh] < e->r_lo[oh]) e->r_hi[oh] = e->r_lo[oh];
     }
     ps_status st;
@@ -225,7 +225,7 @@ static ps_status build_conv(ps_exec *e, const ps_problem *p, size_t stream_bytes
         for (int64_t s = 0; s < c->S; s++) {
             /* Valid output columns of tap s: 0 <= ow*sw - pl + s*dw < W. */
             int64_t lo = max64(a0, ceil_div(max64(0, c->pl - s * c->dw), c->sw));
-            int64_t hi = min64(a1, floor_div(c->W - 1 + c->pl - s * c->dw, c->sw) + 1);
+            int64_t hi = min64(a1, ps_floor_div(c->W - 1 + c->pl - s * c->dw, c->sw) + 1);
             if (hi <= lo) continue;
             ps_conv_segment *last = ns > e->seg_begin[b] ? &e->segs[ns - 1] : NULL;
             if (last && last->s_hi == s && last->ow0 == lo && last->width == hi - lo) {

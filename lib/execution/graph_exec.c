@@ -2,6 +2,7 @@
  * tiles of a group in parallel, the members of a tile one after another,
  * each member one row (of one channel) at a time through a row kernel. */
 #include "execution/graph_exec.h"
+#include "core/intmath.h"
 
 #include <math.h>
 #include <omp.h>
@@ -9,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-static inline int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+static inline int64_t ceil_div(int64_t a, int64_t b) { return -ps_floor_div(-a, b); }
 static inline int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* Element (c, y, x) of a stored tensor or region is at
@@ -212,7 +212,7 @@ static void stage_row(const ps_graph_plan *pl, int s, int64_t c, int64_t y, int6
          * the boundary applied (a whole-row copy per row would double the
          * traffic of wide tiles). */
         const ps_box *d = &in[0].dom;
-        int64_t ix0 = ceil_div(d->x0 - X->dx_min, S->sx), ix1 = floor_div(d->x0 + d->w - 1 - X->dx_max, S->sx) + 1;
+        int64_t ix0 = ceil_div(d->x0 - X->dx_min, S->sx), ix1 = ps_floor_div(d->x0 + d->w - 1 - X->dx_max, S->sx) + 1;
         if (ix0 < x0) ix0 = x0;
         if (ix1 > x0 + w) ix1 = x0 + w;
         if (ix1 < ix0) ix1 = ix0 = x0 + w; /* no interior: one edge part */
@@ -253,16 +253,16 @@ static void stage_row(const ps_graph_plan *pl, int s, int64_t c, int64_t y, int6
         mix_row(pl, S, c, dst, y, x0, w, &in[0], 1, tb);
         return;
     case PS_NODE_RESAMPLE: {
-        int64_t j0 = floor_div(x0, 2), j1 = floor_div(x0 + w - 1, 2);
+        int64_t j0 = ps_floor_div(x0, 2), j1 = ps_floor_div(x0 + w - 1, 2);
         int parity = (int)(x0 - 2 * j0);
         if (S->resample == PS_RESAMPLE_UP2_NEAREST) {
-            const float *src = fetch(&in[0], c, floor_div(y, 2), j0, j1 - j0 + 1, S->boundary, tb->staging, tb->zeros);
+            const float *src = fetch(&in[0], c, ps_floor_div(y, 2), j0, j1 - j0 + 1, S->boundary, tb->staging, tb->zeros);
             K->up2_nearest(dst, w, src, parity);
         } else if (S->resample == PS_RESAMPLE_UP2_BILINEAR) {
             /* exactly the coarse columns the outputs read: an odd first
              * column needs none left of j0, an even last none right of j1 */
-            int64_t k = floor_div(y, 2), far = y - 2 * k ? k + 1 : k - 1;
-            int64_t lo = floor_div(x0 - 1, 2), len = floor_div(x0 + w, 2) - lo + 1;
+            int64_t k = ps_floor_div(y, 2), far = y - 2 * k ? k + 1 : k - 1;
+            int64_t lo = ps_floor_div(x0 - 1, 2), len = ps_floor_div(x0 + w, 2) - lo + 1;
             const float *a = fetch(&in[0], c, k, lo, len, S->boundary, tb->staging, tb->zeros);
             const float *f = fetch(&in[0], c, far, lo, len, S->boundary, tb->staging + len, tb->zeros);
             for (int64_t i = 0; i < len; i++) tb->vrow[i] = 0.75f * a[i] + 0.25f * f[i];
@@ -345,7 +345,7 @@ static void put_px(const view *o, int64_t C, int64_t y, int64_t x0, int64_t n, c
 static void tap_parts(const ps_pstage *S, const ps_gx_stage *X, const view *in, int64_t x0, int64_t w, int64_t part[3][2])
 {
     const ps_box *d = &in->dom;
-    int64_t ix0 = ceil_div(d->x0 - X->dx_min, S->sx), ix1 = floor_div(d->x0 + d->w - 1 - X->dx_max, S->sx) + 1;
+    int64_t ix0 = ceil_div(d->x0 - X->dx_min, S->sx), ix1 = ps_floor_div(d->x0 + d->w - 1 - X->dx_max, S->sx) + 1;
     if (ix0 < x0) ix0 = x0;
     if (ix1 > x0 + w) ix1 = x0 + w;
     if (ix1 < ix0) ix1 = ix0 = x0 + w;

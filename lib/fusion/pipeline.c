@@ -1,6 +1,7 @@
 /* The planner's stage list: copy, dead-stage removal, pointwise inlining,
  * needed regions (pipeline.h). */
 #include "fusion/pipeline.h"
+#include "core/intmath.h"
 
 #include <stdio.h>
 #include <math.h>
@@ -13,7 +14,6 @@
  * lowered program's registers must stay in L1 (kernels.h, PS_VCHUNK). */
 #define PS_INLINE_MAX_NODES 256
 
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 ps_box ps_box_intersect(const ps_box *a, const ps_box *b)
 {
@@ -70,12 +70,12 @@ ps_box ps_read_box(const ps_pipeline *p, int s, int j, const ps_box *b)
     case PS_NODE_RESAMPLE:
         switch (st->resample) {
         case PS_RESAMPLE_UP2_NEAREST: {
-            int64_t ry0 = floor_div(b->y0, 2), rx0 = floor_div(b->x0, 2);
-            return (ps_box){ry0, rx0, floor_div(y1, 2) - ry0 + 1, floor_div(x1, 2) - rx0 + 1};
+            int64_t ry0 = ps_floor_div(b->y0, 2), rx0 = ps_floor_div(b->x0, 2);
+            return (ps_box){ry0, rx0, ps_floor_div(y1, 2) - ry0 + 1, ps_floor_div(x1, 2) - rx0 + 1};
         }
         case PS_RESAMPLE_UP2_BILINEAR: {
-            int64_t ry0 = floor_div(b->y0 - 1, 2), rx0 = floor_div(b->x0 - 1, 2);
-            return (ps_box){ry0, rx0, floor_div(y1 + 1, 2) - ry0 + 1, floor_div(x1 + 1, 2) - rx0 + 1};
+            int64_t ry0 = ps_floor_div(b->y0 - 1, 2), rx0 = ps_floor_div(b->x0 - 1, 2);
+            return (ps_box){ry0, rx0, ps_floor_div(y1 + 1, 2) - ry0 + 1, ps_floor_div(x1 + 1, 2) - rx0 + 1};
         }
         case PS_RESAMPLE_DOWN2_AVERAGE:
             return (ps_box){2 * b->y0, 2 * b->x0, 2 * b->h, 2 * b->w};

@@ -2,6 +2,7 @@
  * stage is validated completely before it is appended, so a failed call
  * leaves the graph as it was. */
 #include "graph/graph_impl.h"
+#include "core/intmath.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +19,7 @@
  * computation the planner makes on them. */
 #define PS_GRAPH_COORD_MAX ((int64_t)1 << 40)
 
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+static int64_t ceil_div(int64_t a, int64_t b) { return -ps_floor_div(-a, b); }
 
 ps_status ps_graph_create(ps_graph **graph)
 {
@@ -226,7 +226,7 @@ ps_status ps_graph_add_input(ps_graph *g, const char *name, int64_t n, int64_t h
  * stride*y + dmin >= lo and stride*y + dmax <= lo + len - 1. */
 static void valid_range(int64_t lo, int64_t len, int stride, int dmin, int dmax, int64_t *y0, int64_t *n)
 {
-    int64_t a = ceil_div(lo - dmin, stride), b = floor_div(lo + len - 1 - dmax, stride);
+    int64_t a = ceil_div(lo - dmin, stride), b = ps_floor_div(lo + len - 1 - dmax, stride);
     *y0 = a;
     *n = b >= a ? b - a + 1 : 0;
 }

@@ -1,6 +1,7 @@
 /* Graph plans: ps_graph_plan_create (everything decided once), execute,
  * describe (include/polysci/graph.h). */
 #include "execution/graph_exec.h"
+#include "core/intmath.h"
 #include "plan/graph_taps.h"
 
 #include <isl/ctx.h>
@@ -20,7 +21,6 @@
 #include "plan/context_impl.h"
 
 static size_t round16(size_t v) { return (v + 15) & ~(size_t)15; }
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 void ps_graph_options_init(ps_graph_options *o)
 {
@@ -362,8 +362,8 @@ static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *
      * member's share starts on a whole pixel). */
     double ey0, ey1, ex0, ex1;
     ps_group_extent(p, &geom, &ey0, &ey1, &ex0, &ex1);
-    int64_t anchor_y = floor_div((int64_t)floor(ey0), geom.align_y) * geom.align_y;
-    int64_t anchor_x = floor_div((int64_t)floor(ex0), geom.align_x) * geom.align_x;
+    int64_t anchor_y = ps_floor_div((int64_t)floor(ey0), geom.align_y) * geom.align_y;
+    int64_t anchor_x = ps_floor_div((int64_t)floor(ex0), geom.align_x) * geom.align_x;
     int64_t ti0 = INT64_MAX, ti1 = INT64_MIN, tj0 = INT64_MAX, tj1 = INT64_MIN;
     for (int k = 0; k < n; k++) {
         ps_gx_member *M = &G->mem[k];
@@ -395,10 +395,10 @@ static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *
             P->read_as[P->n_reads++] = j;
         }
         if (M->live_out) {
-            int64_t a = floor_div(S->need.y0 - M->own_y0, M->own_h);
-            int64_t b = floor_div(S->need.y0 + S->need.h - 1 - M->own_y0, M->own_h);
-            int64_t c = floor_div(S->need.x0 - M->own_x0, M->own_w);
-            int64_t d = floor_div(S->need.x0 + S->need.w - 1 - M->own_x0, M->own_w);
+            int64_t a = ps_floor_div(S->need.y0 - M->own_y0, M->own_h);
+            int64_t b = ps_floor_div(S->need.y0 + S->need.h - 1 - M->own_y0, M->own_h);
+            int64_t c = ps_floor_div(S->need.x0 - M->own_x0, M->own_w);
+            int64_t d = ps_floor_div(S->need.x0 + S->need.w - 1 - M->own_x0, M->own_w);
             if (a < ti0) ti0 = a;
             if (b > ti1) ti1 = b;
             if (c < tj0) tj0 = c;

@@ -2,6 +2,7 @@
  * pointwise members run their stencil sums, and the pointwise producers
  * those read, as one compiled loop, and the rows each loop reads. */
 #include "plan/graph_taps.h"
+#include "core/intmath.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,7 +10,6 @@
 #include "core/error.h"
 #include "plan/context_impl.h"
 
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 static void tprog_free(ps_tprog *T)
 {
@@ -266,7 +266,7 @@ ps_status ps_graph_taps_plan(ps_graph_plan *pl, ps_gx_group *G)
                 if (S->dy[t] > dy1) dy1 = S->dy[t];
             }
             /* sy * y + dy0 >= dom.y0 and sy * y + dy1 <= dom.y1 - 1 */
-            const int64_t ya = -floor_div(-(PS->dom.y0 - dy0), S->sy), yb = floor_div(PS->dom.y0 + PS->dom.h - 1 - dy1, S->sy) + 1;
+            const int64_t ya = -ps_floor_div(-(PS->dom.y0 - dy0), S->sy), yb = ps_floor_div(PS->dom.y0 + PS->dom.h - 1 - dy1, S->sy) + 1;
             const ps_box v = {ya, PS->dom.x0 - XS->dx_min, yb - ya, PS->dom.w - (XS->dx_max - XS->dx_min)};
             M->tap_valid = ps_box_intersect(&M->tap_valid, &v);
         }
