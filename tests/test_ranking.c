@@ -1,9 +1,12 @@
 /* Poly-ranking: Alg. 2 + Eq. 1 on a hand-worked example, deterministic and
- * ascending ranked lists, and the plan cache serving a second create. */
+ * ascending ranked lists, the measured mode's budget, and the plan cache
+ * serving a second create. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plan/context_impl.h"
 #include "polysci/polysci.h"
@@ -252,6 +255,87 @@ static void balance(ps_context *ctx)
     }
 }
 
+/* Plans desc in the measured mode (top_k 8 under budget_ms) with PS_VERBOSE
+ * lines captured; returns whether a candidate was timed and whether the plan
+ * was noted untimed, and the schedule in text. */
+static void measured_plan(const ps_desc *desc, double budget_ms, int *timed, int *untimed, char *text, size_t len)
+{
+    *timed = *untimed = 0;
+    text[0] = 0;
+    char path[] = "/tmp/ps_test_verbose_XXXXXX";
+    const int fd = mkstemp(path);
+    TU_CHECK(fd >= 0, "mkstemp");
+    if (fd < 0) return;
+    setenv("PS_VERBOSE", "1", 1);
+    ps_context *ctx = NULL;
+    const ps_status cst = ps_context_create(NULL, &ctx);
+    unsetenv("PS_VERBOSE");
+    fflush(stderr);
+    const int saved = dup(2);
+    dup2(fd, 2);
+    ps_plan *plan = NULL;
+    ps_plan_options o;
+    ps_plan_options_init(&o);
+    o.num_threads = 2;
+    o.top_k = 8;
+    o.time_budget_ms = budget_ms;
+    const ps_status st = cst ? cst : ps_plan_create(ctx, desc, &o, &plan);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    TU_CHECK(st == PS_SUCCESS, "measured plan: %s", ps_last_error_message());
+    if (plan) ps_schedule_format(ps_plan_get_schedule(plan), desc->kind, text, len, NULL);
+    ps_plan_destroy(plan);
+    ps_context_destroy(ctx);
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    while (f && fgets(line, sizeof line, f)) {
+        *timed |= strncmp(line, "polysci_verbose,timed,", 22) == 0;
+        *untimed |= strncmp(line, "polysci_verbose,untimed,", 24) == 0;
+    }
+    if (f) fclose(f);
+    close(fd);
+    unlink(path);
+}
+
+/* The measured mode under a budget times nothing where one run of the layer
+ * at the cores' peak would not fit twice in it, and then plans what the
+ * static default plans; a layer of microseconds is timed. */
+static void measured_budget(ps_context *ctx)
+{
+    ps_desc heavy[2], light;
+    for (int i = 0; i < 2; i++) { /* 3.7 GFLOP per image: ms at any core count's peak */
+        ps_desc_init_conv(&heavy[i]);
+        heavy[i].u.conv.N = 1 + i;
+        heavy[i].u.conv.C = heavy[i].u.conv.K = 256;
+        heavy[i].u.conv.H = heavy[i].u.conv.W = 58;
+        heavy[i].u.conv.R = heavy[i].u.conv.S = 3;
+    }
+    ps_desc_init_conv(&light);
+    light.u.conv.N = 2; light.u.conv.C = 16; light.u.conv.K = 32; light.u.conv.H = light.u.conv.W = 10;
+    light.u.conv.R = light.u.conv.S = 1;
+    for (int i = 0; i < 2; i++) {
+        int timed, untimed;
+        char got[256], want[256] = "";
+        measured_plan(&heavy[i], 1.0, &timed, &untimed, got, sizeof got);
+        TU_CHECK(!timed && untimed, "N = %d, budget 1 ms: %s%s", i + 1, timed ? "candidates timed" : "",
+                 untimed ? "" : " no untimed note");
+        ps_plan_options o;
+        ps_plan_options_init(&o);
+        o.num_threads = 2;
+        ps_plan *plan = NULL;
+        if (ps_plan_create(ctx, &heavy[i], &o, &plan) == PS_SUCCESS)
+            ps_schedule_format(ps_plan_get_schedule(plan), PS_OP_CONV_FWD, want, sizeof want, NULL);
+        ps_plan_destroy(plan);
+        TU_CHECK(want[0] && !strcmp(got, want), "N = %d untimed: '%s', the static default '%s'", i + 1, got, want);
+    }
+    int timed, untimed;
+    char got[256];
+    measured_plan(&light, 50.0, &timed, &untimed, got, sizeof got);
+    TU_CHECK(timed && !untimed, "a layer of microseconds under 50 ms: %s%s", timed ? "" : "nothing timed",
+             untimed ? ", noted untimed" : "");
+}
+
 static void cache(ps_context *ctx)
 {
     ps_desc d;
@@ -324,6 +408,7 @@ int main(void)
     deterministic(ctx, PS_RANKER_VOLUME);
     shape_statistics(ctx);
     balance(ctx);
+    measured_budget(ctx);
     cache(ctx);
     ps_context_destroy(ctx);
     api_caches();

@@ -69,9 +69,10 @@ typedef struct ps_plan_options {
     unsigned flags;              /* PS_PLAN_* */
     double time_budget_ms;       /* with top_k > 1: planning time (ms) after which no further candidate
                                     is timed; the expert schedule and the ranker's first choice are
-                                    always timed, the others in the ranker's order while time is
-                                    left. 0: no limit (all k). Part of the plan cache and wisdom
-                                    key. */
+                                    timed where both timings are predicted to end within it (else
+                                    nothing is timed and the plan is the static default's), the
+                                    others in the ranker's order while time is left. 0: no limit
+                                    (all k). Part of the plan cache and wisdom key. */
 } ps_plan_options;
 
 PS_API void ps_plan_options_init(ps_plan_options *opts);

@@ -121,7 +121,7 @@ ps_status ps_plan_create(ps_context *ctx, const ps_desc *desc, const ps_plan_opt
         p->from_cache = p->schedule != NULL;
         if (!p->schedule) {
             /* Every candidate is checked before the planner returns it. */
-            if ((st = ps_planner_choose(ctx, pr, nthreads, ranker, top_k, budget_ms, &p->schedule, NULL))) goto fail;
+            if ((st = ps_planner_choose(ctx, pr, nthreads, opts->ranker, top_k, budget_ms, &p->schedule, NULL))) goto fail;
             remember = !(opts->flags & PS_PLAN_NO_CACHE);
         }
     }

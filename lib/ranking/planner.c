@@ -89,6 +89,33 @@ static void free_buffers(bench_buffers *b)
     free(b->src); free(b->wraw); free(b->wpacked); free(b->dst); free(b->a); free(b->b); free(b->c); free(b->ws);
 }
 
+/* Operand bytes of one run (source, weights, destination; A, B, C) and, of
+ * them, the weights' (a conv's timing packs them into a fresh buffer). */
+static double operand_bytes(const ps_problem *p, double *weight_bytes)
+{
+    if (p->desc.kind == PS_OP_CONV_FWD) {
+        const ps_conv_shape *c = &p->conv;
+        *weight_bytes = 4.0 * (double)ps_conv_weight_elems(c);
+        return 4.0 * ((double)ps_conv_src_elems(c) + (double)c->N * c->OH * c->OW * c->ldo) + *weight_bytes;
+    }
+    const ps_gemm_shape *g = &p->gemm;
+    *weight_bytes = 0.0;
+    return 4.0 * ((double)g->lda * (double)(g->trans_a ? g->M : g->K) + (double)g->ldb * (double)(g->trans_b ? g->K : g->N) +
+                  (double)g->ldc * (double)g->N);
+}
+
+/* A lower bound of one run in ms: its FLOPs at the threads' FMA peak, or its
+ * operands once through memory, whichever is longer. */
+static double run_floor_ms(const ps_problem *p, int nthreads, const ps_machine *m)
+{
+    double wbytes;
+    const double bytes = operand_bytes(p, &wbytes);
+    const double peak = (m->peak_gflops_core > 0 ? m->peak_gflops_core : 50.0) * (nthreads > 0 ? nthreads : 1);
+    const double bw = m->mem_bandwidth_gbs > 0 ? m->mem_bandwidth_gbs : 10.0;
+    const double fl = ps_desc_flops(&p->desc) / (peak * 1e6), mem = bytes / (bw * 1e6);
+    return fl > mem ? fl : mem;
+}
+
 /* A run lasting this long is its own measurement under a budget: the
  * operands' pages are mapped and the kernels compiled before it, and a
  * second run would double the candidate's cost. */
@@ -187,6 +214,18 @@ static void note_timed(const ps_context *ctx, const ps_problem *p, int nthreads,
     else fprintf(stderr, "polysci_verbose,timed,%s,%s,%s,%.4f\n", key, who, text, ms);
 }
 
+/* A measured-mode plan left untimed because the expert schedule's and the
+ * first candidate's timings would not end within the budget:
+ * `polysci_verbose,untimed,KEY,PREDICTED_MS,BUDGET_MS` (the prediction is
+ * per timing). */
+static void note_untimed(const ps_context *ctx, const ps_problem *p, int nthreads, double pred_ms, double budget_ms)
+{
+    if (!ctx->verbose) return;
+    char key[1024];
+    ps_plan_key(&p->desc, nthreads, PS_RANKER_DEFAULT, 0, 0.0, key, sizeof key);
+    fprintf(stderr, "polysci_verbose,untimed,%s,%.4f,%.4f\n", key, pred_ms, budget_ms);
+}
+
 /* Takes candidate *s where it passes the check, else notes and destroys it. */
 static int accept(const ps_context *ctx, const ps_problem *p, int nthreads, const char *who, ps_schedule **s,
                   int *refused)
@@ -222,16 +261,18 @@ static ps_status expert_choice(ps_context *ctx, const ps_problem *p, int nthread
 
 /* The ranker's candidates in its order, the first that passes the check; for
  * top_k > 1 the fastest of the k best that pass and the expert schedule
- * (timing then never ends below what the default options would run). The
- * expert schedule and the first candidate are always timed; the others follow
+ * (timing then never ends below what the default options would run). Under
+ * budget_ms (> 0) the expert schedule and the first candidate are timed where
+ * both should end within it (else the static default's choice: the expert
+ * schedule where static_expert, else the first, untimed); the others follow
  * in the ranker's order while planning, with what the last candidate cost,
- * stays within budget_ms (> 0). */
+ * stays within the budget. */
 static ps_status ranked_choice(ps_context *ctx, const ps_problem *p, int nthreads, ps_ranker ranker, int top_k,
-                               double budget_ms, ps_schedule **out, int *refused)
+                               double budget_ms, int static_expert, ps_schedule **out, int *refused)
 {
     const double t0 = omp_get_wtime();
     ps_ranking r;
-    const int balanced = top_k <= 1 && ranker == PS_RANKER_DNN;
+    int balanced = top_k <= 1 && ranker == PS_RANKER_DNN;
     /* The places the choice reads must be the full tournament's: the first
      * k, or for the balance guard the first PS_PLANNER_BALANCE_PLACES (the
      * ranking is completed below where the scan goes past them). Verbose
@@ -253,9 +294,44 @@ static ps_status ranked_choice(ps_context *ctx, const ps_problem *p, int nthread
             fputc('\n', stderr);
         }
     }
+    /* Timing under a budget starts only where the expert schedule's and the
+     * first candidate's timings should end within it: first by their runs'
+     * lower bound (run_floor_ms), then with what mapping the operands cost
+     * (on a VM a first touch runs at a few GB/s: 20 ms for a layer's 50 MB),
+     * which packing the weights pays again. Otherwise the plan is the static
+     * default's, untimed: planning then stays near the budget instead of
+     * doubling it on layers whose one run takes a fifth of it. */
+    bench_buffers b;
+    memset(&b, 0, sizeof b);
+    int timed = top_k > 1;
+    if (timed && budget_ms > 0) {
+        const double floor_ms = run_floor_ms(p, nthreads, &ctx->machine);
+        double wbytes, pred = floor_ms;
+        const double bytes = operand_bytes(p, &wbytes);
+        if ((omp_get_wtime() - t0) * 1e3 + 2.0 * pred <= budget_ms) {
+            const double ta = omp_get_wtime();
+            if ((st = alloc_buffers(p, &b))) {
+                free_buffers(&b);
+                ps_ranking_release(&r);
+                return st;
+            }
+            pred = floor_ms + (omp_get_wtime() - ta) * 1e3 * (bytes > 0 ? wbytes / bytes : 0.0);
+        }
+        if ((omp_get_wtime() - t0) * 1e3 + 2.0 * pred > budget_ms) {
+            timed = 0;
+            free_buffers(&b);
+            memset(&b, 0, sizeof b);
+            note_untimed(ctx, p, nthreads, pred, budget_ms);
+            if (static_expert) {
+                ps_ranking_release(&r);
+                return expert_choice(ctx, p, nthreads, out, refused);
+            }
+            balanced = ranker == PS_RANKER_DNN;
+        }
+    }
     /* The candidates in the ranker's order that pass the check, at most k
      * (taken out of the ranking). */
-    const int k = top_k < 1 ? 1 : top_k < r.n ? top_k : r.n;
+    const int k = !timed || top_k < 1 ? 1 : top_k < r.n ? top_k : r.n;
     if (r.exact < r.n) {
         /* Where the scan below would read past the settled places (checks
          * refused candidates, or no even split among them), the whole
@@ -268,12 +344,14 @@ static ps_status ranked_choice(ps_context *ctx, const ps_problem *p, int nthread
             found = balanced ? ps_rank_balance(p, r.v[i].schedule, nthreads) >= PS_PLANNER_MIN_BALANCE : passed >= k;
         }
         if (!found && (st = ps_ranking_complete(&r, nthreads))) {
+            free_buffers(&b);
             ps_ranking_release(&r);
             return st;
         }
     }
     ps_schedule **cand = malloc((size_t)(k ? k : 1) * sizeof *cand);
     if (!cand) {
+        free_buffers(&b);
         ps_ranking_release(&r);
         return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: out of memory");
     }
@@ -313,14 +391,14 @@ static ps_status ranked_choice(ps_context *ctx, const ps_problem *p, int nthread
     ps_ranking_release(&r);
     if (n == 0) {
         free(cand);
+        free_buffers(&b);
         return expert_choice(ctx, p, nthreads, out, refused);
     }
     int pick = 0;
     ps_schedule *expert = NULL;
-    if (top_k > 1) {
-        bench_buffers b;
+    if (timed) {
         double best = 1e300, ms = 0.0;
-        if (!(st = alloc_buffers(p, &b)) && !(st = expert_choice(ctx, p, nthreads, &expert, refused)) &&
+        if ((b.src || b.a || !(st = alloc_buffers(p, &b))) && !(st = expert_choice(ctx, p, nthreads, &expert, refused)) &&
             !(st = time_schedule(p, expert, nthreads, &ctx->machine, &b, budget_ms > 0, &ms))) {
             note_timed(ctx, p, nthreads, "expert", 0, expert, ms);
             best = ms;
@@ -361,9 +439,14 @@ ps_status ps_planner_choose(ps_context *ctx, const ps_problem *p, int nthreads, 
     int dropped = 0;
     if (!refused) refused = &dropped;
     *refused = 0;
-    if (ranker == PS_RANKER_DEFAULT) ranker = ps_planner_default_ranker(&ctx->machine, p, top_k);
+    /* what the static default runs where a budget leaves no time to measure */
+    int static_expert = 0;
+    if (ranker == PS_RANKER_DEFAULT) {
+        static_expert = ps_planner_default_ranker(&ctx->machine, p, 1) == PS_RANKER_NONE;
+        ranker = ps_planner_default_ranker(&ctx->machine, p, top_k);
+    }
     if (ranker == PS_RANKER_NONE) return expert_choice(ctx, p, nthreads, out, refused);
     if (ranker != PS_RANKER_COST && ranker != PS_RANKER_VOLUME && ranker != PS_RANKER_DNN)
         return ps_error(PS_ERR_UNSUPPORTED, "planner: ranker %d is not available in this build", (int)ranker);
-    return ranked_choice(ctx, p, nthreads, ranker, top_k, budget_ms, out, refused);
+    return ranked_choice(ctx, p, nthreads, ranker, top_k, budget_ms, static_expert, out, refused);
 }

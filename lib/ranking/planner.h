@@ -17,9 +17,12 @@
  * and the next one is tried, so a valid problem always plans; errors are
  * PS_ERR_OUT_OF_MEMORY, and PS_ERR_UNSUPPORTED for a ranker this build
  * lacks. *refused (optional): how many candidates were refused.
- * budget_ms > 0 (with top_k > 1): once planning has taken that long, the
- * candidates not yet timed are skipped (the expert schedule and the ranker's
- * first choice are always timed). */
+ * budget_ms > 0 (with top_k > 1): timing starts only where the expert
+ * schedule's and the ranker's first choice's timings are predicted to end
+ * within it (else the static default's choice: the expert schedule where
+ * ranker is PS_RANKER_DEFAULT and the static default ranks none, else the
+ * ranker's first, untimed); once planning has taken that long, the
+ * candidates not yet timed are skipped. */
 ps_status ps_planner_choose(ps_context *ctx, const ps_problem *p, int nthreads, ps_ranker ranker, int top_k,
                             double budget_ms, ps_schedule **out, int *refused);
 
