@@ -195,26 +195,28 @@ static inline __m512 lanes_from(__m512 hi, __m512 lo, const int k)
 }
 
 /* nv vectors (8, 4, 2 or 1) of sum_runs at out + i (aligned, as is every ctr
- * row + i), n3 and nv constants where it is inlined: the accumulators, a
- * triple's row window of nv + 1 vectors and its three weights stay in
- * registers. win[k] holds triple k's lane before the block (only lane 15
- * counts) and its first vector on entry, the same for the next block on
- * return: a window slides along its row, one load per vector. */
-static inline __attribute__((always_inline)) void runs_block(float *out, int64_t i, const float *const *ctr, int s0,
-                                                             int s1, const float *w, float init, const int n3,
+ * row + i), s0, s1, n3 and nv constants where it is inlined: the
+ * accumulators, a triple's row window of nv + 1 vectors and the weights
+ * (wv, broadcast once per row: out may alias w as far as the compiler
+ * knows, so a weight read from memory would be read again after every
+ * store) stay in registers. win[k] holds triple k's lane before the block
+ * (only lane 15 counts) and its first vector on entry, the same for the
+ * next block on return: a window slides along its row, one load per
+ * vector. */
+static inline __attribute__((always_inline)) void runs_block(float *out, int64_t i, const float *const *ctr, const int s0,
+                                                             const int s1, const __m512 *wv, __m512 vinit, const int n3,
                                                              const int nv, __m512 (*slide)[2])
 {
     __m512 acc[8];
-    PS_UNROLL for (int v = 0; v < nv; v++) acc[v] = _mm512_set1_ps(init);
-    int r = 0;
-    for (int k = 0; k < s0; k++, r++) {
+    PS_UNROLL for (int v = 0; v < nv; v++) acc[v] = vinit;
+    int r = 0, t = 0;
+    PS_UNROLL for (int k = 0; k < s0; k++, r++, t++) {
         const float *p = ctr[r] + i;
-        const __m512 wt = _mm512_set1_ps(*w++);
-        PS_UNROLL for (int v = 0; v < nv; v++) acc[v] = _mm512_fmadd_ps(wt, _mm512_load_ps(p + 16 * v), acc[v]);
+        PS_UNROLL for (int v = 0; v < nv; v++) acc[v] = _mm512_fmadd_ps(wv[t], _mm512_load_ps(p + 16 * v), acc[v]);
     }
     PS_UNROLL for (int k = 0; k < n3; k++) {
         const float *p = ctr[r + k] + i;
-        const __m512 wl = _mm512_set1_ps(w[3 * k]), wc = _mm512_set1_ps(w[3 * k + 1]), wr = _mm512_set1_ps(w[3 * k + 2]);
+        const __m512 wl = wv[t + 3 * k], wc = wv[t + 3 * k + 1], wr = wv[t + 3 * k + 2];
         __m512 win[9];
         win[0] = slide[k][1];
         PS_UNROLL for (int v = 1; v <= nv; v++) win[v] = _mm512_load_ps(p + 16 * v);
@@ -227,11 +229,10 @@ static inline __attribute__((always_inline)) void runs_block(float *out, int64_t
         slide[k][1] = win[nv];
     }
     r += n3;
-    w += 3 * n3;
-    for (int k = 0; k < s1; k++, r++) {
+    t += 3 * n3;
+    PS_UNROLL for (int k = 0; k < s1; k++, r++, t++) {
         const float *p = ctr[r] + i;
-        const __m512 wt = _mm512_set1_ps(*w++);
-        PS_UNROLL for (int v = 0; v < nv; v++) acc[v] = _mm512_fmadd_ps(wt, _mm512_load_ps(p + 16 * v), acc[v]);
+        PS_UNROLL for (int v = 0; v < nv; v++) acc[v] = _mm512_fmadd_ps(wv[t], _mm512_load_ps(p + 16 * v), acc[v]);
     }
     PS_UNROLL for (int v = 0; v < nv; v++) _mm512_store_ps(out + i + 16 * v, acc[v]);
 }
@@ -266,19 +267,22 @@ static inline void runs_vec_masked(float *out, int64_t i, const float *const *ct
  * after a block lies inside the columns a triple may read (up to e, the
  * last output's right neighbour), then masked vectors. */
 static inline __attribute__((always_inline)) void runs_blocks(float *out, int64_t i, int64_t e, const float *const *ctr,
-                                                              int s0, int s1, const float *w, float init, const int n3)
+                                                              const int s0, const int s1, const float *w, float init,
+                                                              const int n3)
 {
     if (i + 16 + 15 <= e) {
-        __m512 slide[PS_SUM_RUNS_MAX_TRIPLES][2];
+        __m512 slide[PS_SUM_RUNS_MAX_TRIPLES][2], wv[PS_SUM_RUNS_MAX_TAPS];
+        const __m512 vinit = _mm512_set1_ps(init);
+        PS_UNROLL for (int t = 0; t < s0 + 3 * n3 + s1; t++) wv[t] = _mm512_set1_ps(w[t]);
         PS_UNROLL for (int k = 0; k < n3; k++) {
             const float *p = ctr[s0 + k] + i;
             slide[k][0] = _mm512_maskz_loadu_ps((__mmask16)0x8000, p - 16); /* the rest of that line may lie before the row */
             slide[k][1] = _mm512_load_ps(p);
         }
-        for (; i + 128 + 15 <= e; i += 128) runs_block(out, i, ctr, s0, s1, w, init, n3, 8, slide);
-        for (; i + 64 + 15 <= e; i += 64) runs_block(out, i, ctr, s0, s1, w, init, n3, 4, slide);
-        for (; i + 32 + 15 <= e; i += 32) runs_block(out, i, ctr, s0, s1, w, init, n3, 2, slide);
-        for (; i + 16 + 15 <= e; i += 16) runs_block(out, i, ctr, s0, s1, w, init, n3, 1, slide);
+        for (; i + 128 + 15 <= e; i += 128) runs_block(out, i, ctr, s0, s1, wv, vinit, n3, 8, slide);
+        for (; i + 64 + 15 <= e; i += 64) runs_block(out, i, ctr, s0, s1, wv, vinit, n3, 4, slide);
+        for (; i + 32 + 15 <= e; i += 32) runs_block(out, i, ctr, s0, s1, wv, vinit, n3, 2, slide);
+        for (; i + 16 + 15 <= e; i += 16) runs_block(out, i, ctr, s0, s1, wv, vinit, n3, 1, slide);
     }
     for (; i < e; i += 16) {
         const int64_t left = e - i;
@@ -307,6 +311,20 @@ static void sum_runs_rows(float *restrict out, int64_t n, const float *const *ct
             const unsigned hi = e < 16 ? (1u << e) - 1 : 0xffffu;
             runs_vec_masked(o, 0, c, s0, n3, s1, w, init, (__mmask16)(hi & ~((1u << h) - 1)));
             i = 16;
+        }
+        /* The iterated stencils' runs with the single taps as constants
+         * too (their loops unrolled, the weights in registers): heat-1d/2d
+         * (0 or 1 around a triple), heat-3d (2 around one), the 9-point
+         * Jacobi (three triples). */
+        if (n3 == 1 && s0 == s1 && s0 <= 2) {
+            if (s0 == 0) runs_blocks(o, i, e, c, 0, 0, w, init, 1);
+            else if (s0 == 1) runs_blocks(o, i, e, c, 1, 1, w, init, 1);
+            else runs_blocks(o, i, e, c, 2, 2, w, init, 1);
+            return;
+        }
+        if (n3 == 3 && s0 == 0 && s1 == 0) {
+            runs_blocks(o, i, e, c, 0, 0, w, init, 3);
+            return;
         }
         switch (n3) {
         case 1: runs_blocks(o, i, e, c, s0, s1, w, init, 1); break;
