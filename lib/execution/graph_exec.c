@@ -583,6 +583,39 @@ static int compute_px(const ps_graph_plan *pl, int s, const ps_box *B, const vie
     }
 }
 
+/* Rows y and y + 1 of channel c of a vertical line stencil (ps_gx_stage.vline)
+ * in one sum_pair call, where both are written in place and every column
+ * lies inside the input's domain (its rows in place, or a boundary's row
+ * of zeros or clamped row: no copies). An input in memory has the two rows
+ * the next pair reads first requested a piece at a time, as stage_row
+ * does. Returns 0 where it does not apply: the caller computes the rows one
+ * by one. */
+static int pair_rows(const ps_graph_plan *pl, int s, int64_t c, int64_t y, int64_t x0, int64_t w, const view *in,
+                     const view *out, thread_bufs *tb)
+{
+    const ps_pstage *S = &pl->pipe.st[s];
+    const ps_gx_stage *X = &pl->xs[s];
+    const ps_box *d = &in[0].dom;
+    if (!X->vline || in[0].ps != 1 || x0 < d->x0 || x0 + w > d->x0 + d->w) return 0;
+    float *d0 = dst_row(out, c, y, x0, tb->temp), *d1 = dst_row(out, c, y + 1, x0, tb->temp);
+    if (d0 == tb->temp || d1 == tb->temp || d0 == d1) return 0;
+    const int n = S->n_taps;
+    for (int r = 0; r <= n; r++) tb->rowp[r] = fetch(&in[0], c, y + X->row_dy[0] + r, x0, w, S->boundary, NULL, fill_row(S, tb));
+    const float bias = S->bias ? S->bias[c] : 0.0f, *wts = S->w + (S->per_channel ? c * n : 0);
+    const int64_t piece = in[0].prefetch ? pl->prefetch_piece : w, next = y + X->row_dy[0] + n + 1;
+    for (int64_t off = 0; off < w; off += piece) {
+        const int64_t m = w - off < piece ? w - off : piece;
+        for (int r = 0; r <= n; r++) tb->src[r] = tb->rowp[r] + off;
+        pl->k->sum_pair(d0 + off, d1 + off, m, tb->src, wts, n, bias);
+        prefetch_rows(&in[0], c, next, next + 2, x0 + off, m);
+    }
+    if (S->act) {
+        pl->k->clamp(d0, w, S->act_lo, S->act_hi);
+        pl->k->clamp(d1, w, S->act_lo, S->act_hi);
+    }
+    return 1;
+}
+
 static void compute_stage(const ps_graph_plan *pl, int s, const ps_box *B, const view *in, const view *out,
                           thread_bufs *tb)
 {
@@ -595,6 +628,10 @@ static void compute_stage(const ps_graph_plan *pl, int s, const ps_box *B, const
     case PS_NODE_RESAMPLE:
         for (int64_t c = 0; c < S->c; c++)
             for (int64_t y = B->y0; y < y1; y++) {
+                if (y + 1 < y1 && pair_rows(pl, s, c, y, B->x0, w, in, out, tb)) {
+                    y++;
+                    continue;
+                }
                 float *dst = dst_row(out, c, y, B->x0, tb->temp);
                 stage_row(pl, s, c, y, B->x0, w, in, dst, tb);
                 put_row(out, c, y, B->x0, w, dst);

@@ -150,6 +150,10 @@ typedef struct ps_gx_stage {
      * pixel rows, the px_grid kernel, whose neighbouring pixels share their
      * loads */
     int grid_s;
+    /* a planar sum whose taps are consecutive rows of one column in order
+     * (dy[t] = dy[0] + t, dx 0, unit strides: blur_y): pairs of output rows
+     * run as one sum_pair call, each input row loaded once for both */
+    int vline;
     /* convolution on pixel rows: batch-reduce GEMMs over the taps of n
      * output pixels (m = K, k = C, ldb = stride * C, ldc = K, beta 1 over a
      * bias-filled block), conv_k[n] for n = 1 .. PS_CONV_NB */

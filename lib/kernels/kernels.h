@@ -78,6 +78,8 @@ typedef struct ps_vprog {
  * and at most PS_SUM_RUNS_MAX_TRIPLES triples. */
 #define PS_SUM_RUNS_MAX_TAPS 32
 #define PS_SUM_RUNS_MAX_TRIPLES 3
+/* Taps of sum_pair: at most this many. */
+#define PS_SUM_PAIR_MAX_TAPS 64
 
 /* Input channels up to which 1 x 1 convolutions run ps_row_kernels.px_small_gemm
  * (the layer executor's small_1x1, a fused convolution's pixel rows). */
@@ -135,6 +137,14 @@ typedef struct ps_row_kernels {
      * the ends of the row, it runs sum_disjoint. */
     void (*sum_runs)(float *restrict out, int64_t n, const float *const *ctr, int s0, int n3, int s1, const float *w,
                      float init);
+    /* Two rows of a stencil whose taps are n_taps consecutive rows of one
+     * column (a vertical line, as blur_y): out0[i] = init + sum_t w[t] *
+     * rows[t][i] and out1[i] = init + sum_t w[t] * rows[t + 1][i], i < n,
+     * rows[] holding n_taps + 1 rows: sum's values for both rows bit for bit
+     * (the same multiply-adds in the same order), each input row loaded once
+     * for the two outputs instead of once per output row. */
+    void (*sum_pair)(float *restrict out0, float *restrict out1, int64_t n, const float *const *rows, const float *w,
+                     int n_taps, float init);
     /* Pixel rows (channels last, C channels per pixel): pixel i of out (at
      * out + i * ops) = bias + sum over t of w[t * C + c] * src[t][i * step + c]
      * (bias may be NULL: 0); the depthwise convolution, average pooling and

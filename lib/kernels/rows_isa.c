@@ -109,6 +109,49 @@ static void sum_rows(float *restrict out, int64_t n, const float *const *src, co
     }
 }
 
+/* nv vectors of sum_pair's two rows at i: 2 nv accumulators, one load of
+ * each input row serving tap t of row 0 and tap t - 1 of row 1. */
+static inline __attribute__((always_inline)) void pair_block(float *restrict out0, float *restrict out1, int64_t i,
+                                                             const float *const *rows, const float *w, int n_taps,
+                                                             float init, const int nv)
+{
+    v16 a0[4], a1[4];
+    PS_UNROLL for (int v = 0; v < nv; v++) a0[v] = a1[v] = splat(init);
+    for (int t = 0; t <= n_taps; t++) {
+        const float *s = rows[t] + i;
+        v16 x[4];
+        PS_UNROLL for (int v = 0; v < nv; v++) x[v] = ld(s + 16 * v);
+        if (t < n_taps) {
+            const v16 wt = splat(w[t]);
+            PS_UNROLL for (int v = 0; v < nv; v++) a0[v] += wt * x[v];
+        }
+        if (t > 0) {
+            const v16 wt = splat(w[t - 1]);
+            PS_UNROLL for (int v = 0; v < nv; v++) a1[v] += wt * x[v];
+        }
+    }
+    PS_UNROLL for (int v = 0; v < nv; v++) {
+        st(out0 + i + 16 * v, a0[v]);
+        st(out1 + i + 16 * v, a1[v]);
+    }
+}
+
+static void sum_pair_rows(float *restrict out0, float *restrict out1, int64_t n, const float *const *rows,
+                          const float *w, int n_taps, float init)
+{
+    int64_t i = 0;
+    /* Four vectors a row with 32 registers (eight accumulators, four
+     * loads); one with 16, where more would spill. */
+    for (; PS_KERNEL_VECTOR_FLOATS >= 16 && i + 64 <= n; i += 64) pair_block(out0, out1, i, rows, w, n_taps, init, 4);
+    for (; i + 16 <= n; i += 16) pair_block(out0, out1, i, rows, w, n_taps, init, 1);
+    if (i < n) { /* the last columns, each row by sum */
+        const float *r[PS_SUM_PAIR_MAX_TAPS + 1];
+        for (int t = 0; t <= n_taps; t++) r[t] = rows[t] + i;
+        sum_rows(out0 + i, n - i, r, w, n_taps, 1, init);
+        sum_rows(out1 + i, n - i, r + 1, w, n_taps, 1, init);
+    }
+}
+
 /* nv vectors of sum at out + i (nv a constant where it is inlined, so the
  * accumulators stay in registers): nv independent chains of n_taps
  * dependent multiply-adds. */
@@ -1091,6 +1134,7 @@ const ps_row_kernels PS_KERNEL_TABLE = {
     .stream_fence = stream_fence,
     .sum_disjoint = sum_disjoint_rows,
     .sum_runs = sum_runs_rows,
+    .sum_pair = sum_pair_rows,
     .px_sum = px_sum_rows,
     .px_grid = px_grid_rows,
     .px_small_gemm = px_small_gemm_rows,

@@ -166,6 +166,10 @@ static ps_status stencil_rows(const ps_pstage *S, ps_gx_stage *X)
     int grid = (S->sx == 1 || S->sx == 2) && (gs == 3 || gs == 5) && S->n_taps == X->n_rows * gs;
     for (int t = 0; t < S->n_taps && grid; t++) grid = X->tap_row[t] == t / gs && S->dx[t] - X->dx_min == t % gs;
     X->grid_s = grid ? gs : 0;
+    int vline = S->reduce == PS_REDUCE_SUM && S->sx == 1 && S->sy == 1 && X->dx_min == 0 && X->dx_max == 0 &&
+                X->n_rows == S->n_taps && S->n_taps <= PS_SUM_PAIR_MAX_TAPS;
+    for (int t = 0; t < S->n_taps && vline; t++) vline = X->tap_row[t] == t && S->dy[t] == S->dy[0] + t;
+    X->vline = vline;
     return PS_SUCCESS;
 }
 

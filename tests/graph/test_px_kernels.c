@@ -13,6 +13,9 @@
  *   px_small_gemm  1 x 1 blocks of 16-64 rows (every register shape),
  *               1-40 pixels (each remainder path), 1-64 channels, strided
  *               inputs and outputs, bias, residual and a clamp that cuts.
+ * And the planar sum_pair (two rows of a vertical line stencil) against two
+ * calls of sum on the same rows, bit for bit: rows of 1-300 columns at
+ * every alignment, 1-9 and 64 taps.
  * Nothing outside the written pixels and rows may change. */
 #include "row_tables.h"
 #include "test_util.h"
@@ -158,6 +161,37 @@ static void test_small_gemm(const ps_row_kernels *k)
     free(w), free(x), free(bias), free(res), free(out);
 }
 
+static void test_sum_pair(const ps_row_kernels *k)
+{
+    enum { MAXN = 300, MAXT = PS_SUM_PAIR_MAX_TAPS, PAD = 16 };
+    float *rows = tu_alloc_f((MAXT + 1) * (MAXN + 2 * PAD)), *w = tu_alloc_f(MAXT);
+    float *o0 = tu_alloc_f(MAXN + 2 * PAD), *o1 = tu_alloc_f(MAXN + 2 * PAD), *r0 = tu_alloc_f(MAXN), *r1 = tu_alloc_f(MAXN);
+    for (int64_t i = 0; i < (MAXT + 1) * (MAXN + 2 * PAD); i++) rows[i] = frand();
+    for (int t = 0; t < MAXT; t++) w[t] = frand();
+    const float sentinel = -7.25f;
+    for (int trial = 0; trial < 400; trial++) {
+        const int nt = tu_range(&rng, 0, 9) ? (int)tu_range(&rng, 1, 9) : MAXT;
+        const int64_t n = tu_range(&rng, 1, MAXN), shift = tu_range(&rng, 0, 15), oshift = tu_range(&rng, 0, 15);
+        const float init = tu_range(&rng, 0, 1) ? frand() : 0.0f;
+        const float *r[MAXT + 1];
+        for (int t = 0; t <= nt; t++) r[t] = rows + t * (MAXN + 2 * PAD) + PAD + shift;
+        for (int64_t i = 0; i < MAXN + 2 * PAD; i++) o0[i] = o1[i] = sentinel;
+        k->sum_pair(o0 + PAD + oshift, o1 + PAD + oshift, n, r, w, nt, init);
+        k->sum(r0, n, r, w, nt, 1, init);
+        k->sum(r1, n, r + 1, w, nt, 1, init);
+        TU_CHECK(!memcmp(o0 + PAD + oshift, r0, (size_t)n * sizeof(float)) &&
+                     !memcmp(o1 + PAD + oshift, r1, (size_t)n * sizeof(float)),
+                 "%s sum_pair: n %lld, %d taps, shifts %lld/%lld: differs from sum", k->isa, (long long)n, nt,
+                 (long long)shift, (long long)oshift);
+        int untouched = 1;
+        for (int64_t i = 0; i < MAXN + 2 * PAD; i++)
+            if (i < PAD + oshift || i >= PAD + oshift + n)
+                untouched &= !memcmp(&o0[i], &sentinel, sizeof sentinel) && !memcmp(&o1[i], &sentinel, sizeof sentinel);
+        TU_CHECK(untouched, "%s sum_pair: wrote outside its %lld columns", k->isa, (long long)n);
+    }
+    free(rows), free(w), free(o0), free(o1), free(r0), free(r1);
+}
+
 int main(void)
 {
     const ps_row_kernels *tables[3];
@@ -167,7 +201,8 @@ int main(void)
         test_px_grid(tables[i]);
         test_bias_clamp(tables[i]);
         test_small_gemm(tables[i]);
-        printf("%s pixel-row kernels checked\n", tables[i]->isa);
+        test_sum_pair(tables[i]);
+        printf("%s pixel-row kernels and sum_pair checked\n", tables[i]->isa);
     }
     return tu_finish("test_px_kernels");
 }
