@@ -346,8 +346,14 @@ static void test_calibrate_outcomes(const char *dir)
     setenv("XDG_CACHE_HOME", dir, 1);
     unsetenv("PS_CALIBRATE");
 
-    /* Two quiet runs: applied, sources "measured", saved; then loaded. */
+    /* Two quiet runs: applied, sources "measured", saved; then loaded. The
+     * notes of the table's figures, which detection wrote, are dropped (one
+     * holds "; " inside its parentheses); the others stay. */
     fake_machine(&m);
+    ps_machine_note(&m, "L2: hwloc says 2 MiB");
+    ps_machine_note(&m, "peak 83.1 GFLOP/s/core from the table = 1 FMA(s) x 16 lanes x 2 x 2.596 GHz (a; b)");
+    ps_machine_note(&m, "latency/bandwidth: built-in table, default row (no profile yet; polysci info --calibrate measures)");
+    ps_machine_note(&m, "L3: cpuid (x; y)");
     CHECK(ps_machine_profile_path(&m, path, sizeof path) > 0 && strncmp(path, dir, strlen(dir)) == 0);
     memset(&sc, 0, sizeof sc);
     sc.runs[0] = sc.runs[1] = quiet_run();
@@ -355,6 +361,7 @@ static void test_calibrate_outcomes(const char *dir)
     sc.n_runs = 2;
     CHECK(ps_machine_calibrate_with(&m, 0, scripted, &sc) == PS_SUCCESS && sc.calls == 2);
     CHECK(!strcmp(m.perf_source, "measured") && !strcmp(m.peak_source, "measured") && !strcmp(m.freq_source, "measured"));
+    CHECK(!strncmp(m.notes, "L2: hwloc says 2 MiB; L3: cpuid (x; y); calibrated in ", 53) && !strstr(m.notes, "table"));
     CHECK(!file_exists(path)); /* use_profile_file = 0 touches no file */
     fake_machine(&m);
     sc.calls = 0;

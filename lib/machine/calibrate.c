@@ -618,6 +618,9 @@ ps_status ps_machine_calibrate_with(ps_machine *m, int use_profile_file, ps_mach
         return PS_SUCCESS;
     }
     ps_machine_apply_figures(m, &best, "measured");
+    /* what detection said of the table's figures no longer holds */
+    ps_machine_drop_notes(m, "peak ");
+    ps_machine_drop_notes(m, "latency/bandwidth: built-in table");
     figures_text(&best, text, sizeof text);
     ps_machine_note(m, "calibrated in %.0f ms (runs of %s ms, each figure the best, confirmed by another run): "
                     "%s -> %d FMA(s) of %d lanes per cycle", (now_ns() - t0) / 1e6, times, text, m->fma_units,

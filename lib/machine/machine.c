@@ -59,6 +59,30 @@ void ps_machine_note(ps_machine *m, const char *fmt, ...)
     memcpy(p + k, "...", 4);
 }
 
+void ps_machine_drop_notes(ps_machine *m, const char *prefix)
+{
+    /* Notes are joined by "; ", which a note may hold inside parentheses. */
+    char kept[PS_MACHINE_NOTES_LEN];
+    size_t out = 0;
+    const size_t plen = strlen(prefix);
+    const char *p = m->notes;
+    while (*p) {
+        const char *e = p;
+        for (int depth = 0; *e && !(depth == 0 && e[0] == ';' && e[1] == ' '); e++) depth += (*e == '(') - (*e == ')');
+        if (strncmp(p, prefix, plen) != 0) {
+            if (out) {
+                memcpy(kept + out, "; ", 2);
+                out += 2;
+            }
+            memcpy(kept + out, p, (size_t)(e - p));
+            out += (size_t)(e - p);
+        }
+        p = *e ? e + 2 : e;
+    }
+    kept[out] = 0;
+    memcpy(m->notes, kept, out + 1);
+}
+
 void ps_machine_fmt_size(size_t b, char *buf, size_t len)
 {
     if (b && b % GIB == 0) snprintf(buf, len, "%zuG", b / GIB);

@@ -8,6 +8,9 @@
 /* Appends "; "-separated text to m->notes, truncating with "..." when full. */
 void ps_machine_note(ps_machine *m, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Removes the notes that start with prefix (a measurement superseding what
+ * they say). */
+void ps_machine_drop_notes(ps_machine *m, const char *prefix);
 
 /* PS_CALIBRATE: 0 = off (table only), 1 = normal, 2 = force re-measuring. */
 int ps_machine_calibrate_mode(ps_machine *m);
