@@ -223,7 +223,7 @@ static void note_untimed(const ps_context *ctx, const ps_problem *p, int nthread
     if (!ctx->verbose) return;
     char key[1024];
     ps_plan_key(&p->desc, nthreads, PS_RANKER_DEFAULT, 0, 0.0, key, sizeof key);
-    fprintf(stderr, "polysci_verbose,untimed,%s,%.4f,%.4f\n", key, pred_ms, budget_ms);
+    fprintf(stderr, "polysci_verbose,untimed,%s,%.4f,%g\n", key, pred_ms, budget_ms);
 }
 
 /* Takes candidate *s where it passes the check, else notes and destroys it. */

@@ -849,7 +849,8 @@ class Plan:
     time the k best-ranked variants and the expert schedule, keep the fastest (0/1: purely static;
     with ranker "default" the candidates are the DNN's first k). time_budget_ms (with top_k > 1):
     planning time after which no further candidate is timed (the expert schedule and the
-    ranker's first candidate always are; 0: no limit). cache=False: neither
+    ranker's first candidate are timed where both timings are predicted to fit in it, else
+    nothing is and the plan is the static default's; 0: no limit). cache=False: neither
     read nor fill the context's plan cache. The plan holds a reference to
     its context.
 
