@@ -99,13 +99,18 @@ static void compute_box(const ps_iter_plan *pl, int a, const ps_it_box *bx, cons
                 }
                 for (int k = 0; k < nt; k++) ptr[k] = rowb[k] + rs;
                 if (runs) {
-                    /* one row pointer per run member: a triple's middle tap */
+                    /* one row pointer per run member (a triple's middle
+                     * tap), and the box's rows along the innermost outer
+                     * dimension in one call */
                     const float *ctr[PS_SUM_RUNS_MAX_TAPS];
                     int r = 0, k = 0;
                     for (; k < U->run_s0; k++) ctr[r++] = ptr[k];
                     for (int q = 0; q < U->run_n3; q++, k += 3) ctr[r++] = ptr[k + 1];
                     for (; k < nt; k++) ctr[r++] = ptr[k];
-                    pl->k->sum_runs(dst->base + rd, xe - xs, ctr, U->run_s0, U->run_n3, U->run_s1, U->w, U->constant);
+                    const int ld = xd - 1; /* -1: a 1-D grid, one row */
+                    pl->k->sum_runs(dst->base + rd, xe - xs, ctr, U->run_s0, U->run_n3, U->run_s1, U->w, U->constant,
+                                    ld >= 0 ? bx->b[ld] - c[ld] : 1, ld >= 0 ? s0->str[ld] : 0, ld >= 0 ? dst->str[ld] : 0);
+                    if (ld >= 0) c[ld] = bx->b[ld] - 1;
                 } else {
                     pl->k->sum_disjoint(dst->base + rd, xe - xs, ptr, U->w, nt, U->constant);
                 }

@@ -134,9 +134,11 @@ typedef struct ps_row_kernels {
      * vector and n3 is 1 to PS_SUM_RUNS_MAX_TRIPLES, the triples' shifted
      * operands come from aligned loads and lane shifts (VALIGND), not from
      * loads that straddle cache lines, which cost two; elsewhere, and at
-     * the ends of the row, it runs sum_disjoint. */
+     * the ends of the row, it runs sum_disjoint. n_rows rows at once: row
+     * r from ctr[k] + r * in_rs into out + r * out_rs (one call per box of
+     * rows, the set-up of a row paid once). */
     void (*sum_runs)(float *restrict out, int64_t n, const float *const *ctr, int s0, int n3, int s1, const float *w,
-                     float init);
+                     float init, int64_t n_rows, int64_t in_rs, int64_t out_rs);
     /* Two rows of a stencil whose taps are n_taps consecutive rows of one
      * column (a vertical line, as blur_y): out0[i] = init + sum_t w[t] *
      * rows[t][i] and out1[i] = init + sum_t w[t] * rows[t + 1][i], i < n,

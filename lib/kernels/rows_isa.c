@@ -334,52 +334,68 @@ static inline __attribute__((always_inline)) void runs_blocks(float *out, int64_
 }
 #endif
 
-static void sum_runs_rows(float *restrict out, int64_t n, const float *const *ctr, int s0, int n3, int s1,
-                          const float *w, float init)
-{
 #if defined(__AVX512F__)
-    /* From the aligned vector holding the first output on: a masked first
-     * vector where the row starts inside it, blocks, masked last vectors.
-     * Columns are counted from that vector's start (h lanes before out). */
-    const int64_t h = (int64_t)(((uintptr_t)out / sizeof *out) & 15);
-    int rows = s0 + n3 + s1, same = n3 >= 1 && n3 <= PS_SUM_RUNS_MAX_TRIPLES && n > 0;
-    for (int r = 0; r < rows && same; r++) same = ((uintptr_t)ctr[r] & 63) == ((uintptr_t)out & 63);
-    if (same) {
+/* Rows r < n_rows of sum_runs (runs_blocks' constants as its own), each
+ * from the aligned vector holding its first output on: a masked first
+ * vector where the row starts inside it (h lanes after that vector's start,
+ * the same in every row), blocks, masked last vectors. */
+static inline __attribute__((always_inline)) void runs_rows(float *out, int64_t h, int64_t n, const float *const *ctr,
+                                                            const int s0, const int s1, const float *w, float init,
+                                                            const int n3, int64_t n_rows, int64_t in_rs, int64_t out_rs)
+{
+    const int rows = s0 + n3 + s1;
+    const int64_t e = h + n;
+    const unsigned hi = e < 16 ? (1u << e) - 1 : 0xffffu;
+    for (int64_t r = 0; r < n_rows; r++) {
         const float *c[PS_SUM_RUNS_MAX_TAPS];
-        for (int r = 0; r < rows; r++) c[r] = ctr[r] - h;
-        float *o = out - h;
-        const int64_t e = h + n;
+        for (int k = 0; k < rows; k++) c[k] = ctr[k] - h + r * in_rs;
+        float *o = out - h + r * out_rs;
         int64_t i = 0;
         if (h) {
-            const unsigned hi = e < 16 ? (1u << e) - 1 : 0xffffu;
             runs_vec_masked(o, 0, c, s0, n3, s1, w, init, (__mmask16)(hi & ~((1u << h) - 1)));
             i = 16;
         }
+        runs_blocks(o, i, e, c, s0, s1, w, init, n3);
+    }
+}
+#endif
+
+static void sum_runs_rows(float *restrict out, int64_t n, const float *const *ctr, int s0, int n3, int s1,
+                          const float *w, float init, int64_t n_rows, int64_t in_rs, int64_t out_rs)
+{
+#if defined(__AVX512F__)
+    /* Every row at out's alignment (the strides are whole vectors). */
+    const int64_t h = (int64_t)(((uintptr_t)out / sizeof *out) & 15);
+    int rows = s0 + n3 + s1, same = n3 >= 1 && n3 <= PS_SUM_RUNS_MAX_TRIPLES && n > 0 && (n_rows <= 1 || (in_rs % 16 == 0 && out_rs % 16 == 0));
+    for (int r = 0; r < rows && same; r++) same = ((uintptr_t)ctr[r] & 63) == ((uintptr_t)out & 63);
+    if (same) {
         /* The iterated stencils' runs with the single taps as constants
          * too (their loops unrolled, the weights in registers): heat-1d/2d
          * (0 or 1 around a triple), heat-3d (2 around one), the 9-point
          * Jacobi (three triples). */
         if (n3 == 1 && s0 == s1 && s0 <= 2) {
-            if (s0 == 0) runs_blocks(o, i, e, c, 0, 0, w, init, 1);
-            else if (s0 == 1) runs_blocks(o, i, e, c, 1, 1, w, init, 1);
-            else runs_blocks(o, i, e, c, 2, 2, w, init, 1);
+            if (s0 == 0) runs_rows(out, h, n, ctr, 0, 0, w, init, 1, n_rows, in_rs, out_rs);
+            else if (s0 == 1) runs_rows(out, h, n, ctr, 1, 1, w, init, 1, n_rows, in_rs, out_rs);
+            else runs_rows(out, h, n, ctr, 2, 2, w, init, 1, n_rows, in_rs, out_rs);
             return;
         }
         if (n3 == 3 && s0 == 0 && s1 == 0) {
-            runs_blocks(o, i, e, c, 0, 0, w, init, 3);
+            runs_rows(out, h, n, ctr, 0, 0, w, init, 3, n_rows, in_rs, out_rs);
             return;
         }
         switch (n3) {
-        case 1: runs_blocks(o, i, e, c, s0, s1, w, init, 1); break;
-        case 2: runs_blocks(o, i, e, c, s0, s1, w, init, 2); break;
-        default: runs_blocks(o, i, e, c, s0, s1, w, init, 3); break;
+        case 1: runs_rows(out, h, n, ctr, s0, s1, w, init, 1, n_rows, in_rs, out_rs); break;
+        case 2: runs_rows(out, h, n, ctr, s0, s1, w, init, 2, n_rows, in_rs, out_rs); break;
+        default: runs_rows(out, h, n, ctr, s0, s1, w, init, 3, n_rows, in_rs, out_rs); break;
         }
         return;
     }
 #endif
-    const float *src[PS_SUM_RUNS_MAX_TAPS];
-    int nt = runs_taps(src, ctr, s0, n3, s1, 0);
-    sum_disjoint_rows(out, n, src, w, nt, init);
+    for (int64_t r = 0; r < n_rows; r++) {
+        const float *src[PS_SUM_RUNS_MAX_TAPS];
+        int nt = runs_taps(src, ctr, s0, n3, s1, r * in_rs);
+        sum_disjoint_rows(out + r * out_rs, n, src, w, nt, init);
+    }
 }
 
 /* ------------------------------------------------------------- max/min */

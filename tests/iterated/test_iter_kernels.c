@@ -59,7 +59,7 @@ static void test_runs(const ps_row_kernels *k)
                     float *out1 = o1 + shift + misalign, *out2 = o2 + shift + misalign;
                     for (int i = 0; i < CAP + 64; i++) o2[i] = -7.0f;
                     k->sum(out1, n, src, w, q, 1, 0.25f);
-                    k->sum_runs(out2, n, ctr, s0, n3, s1, w, 0.25f);
+                    k->sum_runs(out2, n, ctr, s0, n3, s1, w, 0.25f, 1, 0, 0);
                     TU_CHECK(!memcmp(out1, out2, (size_t)n * sizeof(float)),
                              "%s: sum_runs (%d, %d, %d) differs from sum, n %d, shift %d, misalign %d", k->isa, s0, n3, s1,
                              n, shift, misalign);
