@@ -78,6 +78,7 @@ case "$HTIMEOUT" in *[!0-9]* | 0) echo "report.sh: --halide-timeout must be a po
 [ -n "$NS" ] || { [ $QUICK = 1 ] && NS="1" || NS="2 1"; }
 for n in $NS; do case "$n" in *[!0-9]* | 0) echo "report.sh: --N takes positive integers, not '$n'" >&2; exit 2 ;; esac; done
 for s in $SETS; do [ -f "bench/layers/$s.txt" ] || { echo "report.sh: no layer set bench/layers/$s.txt" >&2; exit 2; }; done
+bash scripts/install-deps.sh --bench
 [ -x "$P" ] || { echo "report.sh: $P is not built (bash scripts/build.sh)" >&2; exit 1; }
 [ -x "$PY" ] || { echo "report.sh: $PY not found (set PYTHON)" >&2; exit 1; }
 

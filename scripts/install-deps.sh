@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages polysci needs to build and test. Idempotent:
-# does nothing (and prints nothing) when everything is already installed.
+# Installs the Debian 12 packages polysci needs to build and test; with
+# --bench also what the benchmark reports need (Halide's autoscheduler
+# plugins, gnuplot for the figures). Idempotent: does nothing (and prints
+# nothing) when everything is already installed.
 set -euo pipefail
 
 PACKAGES=(libisl-dev libxsmm-dev libhwloc-dev libdnnl-dev cmake gcc g++ pkg-config make
           python3-numpy python3-pytest python3-torch python3-torchvision python3-halide)
+case "${1:-}" in
+  --bench) PACKAGES+=(libhalide14-0-dev gnuplot-nox) ;;
+  "") ;;
+  *) echo "usage: bash scripts/install-deps.sh [--bench]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -24,6 +24,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+bash scripts/install-deps.sh --bench
 bash scripts/build.sh >/dev/null
 PS=build/tools/polysci
 PY=/usr/bin/python3
