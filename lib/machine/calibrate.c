@@ -618,7 +618,7 @@ ps_status ps_machine_calibrate_with(ps_machine *m, int use_profile_file, ps_mach
         return PS_SUCCESS;
     }
     ps_machine_apply_figures(m, &best, "measured");
-    /* what detection said of the table's figures no longer holds */
+    /* the notes detection wrote of the table's figures, which the measurement replaces */
     ps_machine_drop_notes(m, "peak ");
     ps_machine_drop_notes(m, "latency/bandwidth: built-in table");
     figures_text(&best, text, sizeof text);
