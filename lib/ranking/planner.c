@@ -60,26 +60,40 @@ static void fill(float *p, size_t n)
 
 static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) & ~(size_t)63); }
 
+/* Elements of one run's operands: source, weights, destination (a slice's
+ * stride ldo >= K included) of a conv; A, B, C of a GEMM (no weights). */
+static void operand_elems(const ps_problem *p, size_t n[3])
+{
+    if (p->desc.kind == PS_OP_CONV_FWD) {
+        const ps_conv_shape *c = &p->conv;
+        n[0] = (size_t)ps_conv_src_elems(c);
+        n[1] = (size_t)ps_conv_weight_elems(c);
+        n[2] = (size_t)(c->N * c->OH * c->OW * c->ldo);
+        return;
+    }
+    const ps_gemm_shape *g = &p->gemm;
+    n[0] = (size_t)g->lda * (size_t)(g->trans_a ? g->M : g->K);
+    n[1] = (size_t)g->ldb * (size_t)(g->trans_b ? g->K : g->N);
+    n[2] = (size_t)g->ldc * (size_t)g->N;
+}
+
 static ps_status alloc_buffers(const ps_problem *p, bench_buffers *b)
 {
     memset(b, 0, sizeof *b);
+    size_t n[3];
+    operand_elems(p, n);
     if (p->desc.kind == PS_OP_CONV_FWD) {
-        const ps_conv_shape *c = &p->conv;
-        size_t ns = (size_t)ps_conv_src_elems(c), nw = (size_t)ps_conv_weight_elems(c), nd = (size_t)(c->N * c->OH * c->OW * c->ldo); /* a slice's stride (ldo >= K) included */
-        b->src = alloc64(ns * 4); b->wraw = alloc64(nw * 4); b->dst = alloc64(nd * 4);
+        b->src = alloc64(n[0] * 4); b->wraw = alloc64(n[1] * 4); b->dst = alloc64(n[2] * 4);
         if (!b->src || !b->wraw || !b->dst) return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: no memory to time candidates");
-        fill(b->src, ns);
-        fill(b->wraw, nw);
-        memset(b->dst, 0, nd * 4); /* its pages mapped before any timed run */
+        fill(b->src, n[0]);
+        fill(b->wraw, n[1]);
+        memset(b->dst, 0, n[2] * 4); /* its pages mapped before any timed run */
     } else {
-        const ps_gemm_shape *g = &p->gemm;
-        size_t na = (size_t)g->lda * (size_t)(g->trans_a ? g->M : g->K), nb = (size_t)g->ldb * (size_t)(g->trans_b ? g->K : g->N);
-        size_t nc = (size_t)g->ldc * (size_t)g->N;
-        b->a = alloc64(na * 4); b->b = alloc64(nb * 4); b->c = alloc64(nc * 4);
+        b->a = alloc64(n[0] * 4); b->b = alloc64(n[1] * 4); b->c = alloc64(n[2] * 4);
         if (!b->a || !b->b || !b->c) return ps_error(PS_ERR_OUT_OF_MEMORY, "planner: no memory to time candidates");
-        fill(b->a, na);
-        fill(b->b, nb);
-        fill(b->c, nc);
+        fill(b->a, n[0]);
+        fill(b->b, n[1]);
+        fill(b->c, n[2]);
     }
     return PS_SUCCESS;
 }
@@ -89,19 +103,14 @@ static void free_buffers(bench_buffers *b)
     free(b->src); free(b->wraw); free(b->wpacked); free(b->dst); free(b->a); free(b->b); free(b->c); free(b->ws);
 }
 
-/* Operand bytes of one run (source, weights, destination; A, B, C) and, of
- * them, the weights' (a conv's timing packs them into a fresh buffer). */
+/* Operand bytes of one run and, of them, the weights' (a conv's timing packs
+ * them into a fresh buffer). */
 static double operand_bytes(const ps_problem *p, double *weight_bytes)
 {
-    if (p->desc.kind == PS_OP_CONV_FWD) {
-        const ps_conv_shape *c = &p->conv;
-        *weight_bytes = 4.0 * (double)ps_conv_weight_elems(c);
-        return 4.0 * ((double)ps_conv_src_elems(c) + (double)c->N * c->OH * c->OW * c->ldo) + *weight_bytes;
-    }
-    const ps_gemm_shape *g = &p->gemm;
-    *weight_bytes = 0.0;
-    return 4.0 * ((double)g->lda * (double)(g->trans_a ? g->M : g->K) + (double)g->ldb * (double)(g->trans_b ? g->K : g->N) +
-                  (double)g->ldc * (double)g->N);
+    size_t n[3];
+    operand_elems(p, n);
+    *weight_bytes = p->desc.kind == PS_OP_CONV_FWD ? 4.0 * (double)n[1] : 0.0;
+    return 4.0 * ((double)n[0] + (double)n[1] + (double)n[2]);
 }
 
 /* A lower bound of one run in ms: its FLOPs at the threads' FMA peak, or its
@@ -304,30 +313,32 @@ static ps_status ranked_choice(ps_context *ctx, const ps_problem *p, int nthread
     bench_buffers b;
     memset(&b, 0, sizeof b);
     int timed = top_k > 1;
-    if (timed && budget_ms > 0) {
-        const double floor_ms = run_floor_ms(p, nthreads, &ctx->machine);
-        double wbytes, pred = floor_ms;
-        const double bytes = operand_bytes(p, &wbytes);
-        if ((omp_get_wtime() - t0) * 1e3 + 2.0 * pred <= budget_ms) {
-            const double ta = omp_get_wtime();
-            if ((st = alloc_buffers(p, &b))) {
-                free_buffers(&b);
-                ps_ranking_release(&r);
-                return st;
-            }
-            pred = floor_ms + (omp_get_wtime() - ta) * 1e3 * (bytes > 0 ? wbytes / bytes : 0.0);
+    const double floor_ms = timed && budget_ms > 0 ? run_floor_ms(p, nthreads, &ctx->machine) : 0.0;
+    double pred = floor_ms;
+    if (timed && budget_ms > 0 && (omp_get_wtime() - t0) * 1e3 + 2.0 * pred > budget_ms) timed = 0;
+    if (timed) {
+        const double ta = omp_get_wtime();
+        if ((st = alloc_buffers(p, &b))) {
+            free_buffers(&b);
+            ps_ranking_release(&r);
+            return st;
         }
-        if ((omp_get_wtime() - t0) * 1e3 + 2.0 * pred > budget_ms) {
+        double wbytes;
+        const double bytes = operand_bytes(p, &wbytes);
+        pred = floor_ms + (omp_get_wtime() - ta) * 1e3 * (bytes > 0 ? wbytes / bytes : 0.0);
+        if (budget_ms > 0 && (omp_get_wtime() - t0) * 1e3 + 2.0 * pred > budget_ms) {
             timed = 0;
             free_buffers(&b);
             memset(&b, 0, sizeof b);
-            note_untimed(ctx, p, nthreads, pred, budget_ms);
-            if (static_expert) {
-                ps_ranking_release(&r);
-                return expert_choice(ctx, p, nthreads, out, refused);
-            }
-            balanced = ranker == PS_RANKER_DNN;
         }
+    }
+    if (top_k > 1 && !timed) {
+        note_untimed(ctx, p, nthreads, pred, budget_ms);
+        if (static_expert) {
+            ps_ranking_release(&r);
+            return expert_choice(ctx, p, nthreads, out, refused);
+        }
+        balanced = ranker == PS_RANKER_DNN;
     }
     /* The candidates in the ranker's order that pass the check, at most k
      * (taken out of the ranking). */
@@ -398,7 +409,7 @@ static ps_status ranked_choice(ps_context *ctx, const ps_problem *p, int nthread
     ps_schedule *expert = NULL;
     if (timed) {
         double best = 1e300, ms = 0.0;
-        if ((b.src || b.a || !(st = alloc_buffers(p, &b))) && !(st = expert_choice(ctx, p, nthreads, &expert, refused)) &&
+        if (!(st = expert_choice(ctx, p, nthreads, &expert, refused)) &&
             !(st = time_schedule(p, expert, nthreads, &ctx->machine, &b, budget_ms > 0, &ms))) {
             note_timed(ctx, p, nthreads, "expert", 0, expert, ms);
             best = ms;
