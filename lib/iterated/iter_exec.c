@@ -110,7 +110,7 @@ static void compute_box(const ps_iter_plan *pl, int a, const ps_it_box *bx, cons
                     const int ld = xd - 1; /* -1: a 1-D grid, one row */
                     pl->k->sum_runs(dst->base + rd, xe - xs, ctr, U->run_s0, U->run_n3, U->run_s1, U->w, U->constant,
                                     ld >= 0 ? bx->b[ld] - c[ld] : 1, ld >= 0 ? s0->str[ld] : 0, ld >= 0 ? dst->str[ld] : 0);
-                    if (ld >= 0) c[ld] = bx->b[ld] - 1;
+                    if (ld >= 0) c[ld] = bx->b[ld] - 1; /* the odometer below steps past the rows done */
                 } else {
                     pl->k->sum_disjoint(dst->base + rd, xe - xs, ptr, U->w, nt, U->constant);
                 }
