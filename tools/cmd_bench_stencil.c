@@ -79,7 +79,10 @@ typedef struct bench_env {
     FILE *csv;
 } bench_env;
 
-static const char *const tiling_names[5] = {"auto", "step", "overlap", "split", "hybrid"};
+/* polysci's tilings by their --tiling names, and split in seed 003's
+ * phased order (--split-order phases; "split" runs the default order) */
+enum { N_TILING_NAMES = 6, SPLIT_PHASES = 5 };
+static const char *const tiling_names[N_TILING_NAMES] = {"auto", "step", "overlap", "split", "hybrid", "split-phases"};
 static const char *const sched_names[5] = {"naive", "manual", "mullapudi2016", "adams2019", "li2018"};
 
 static void usage(FILE *f, const cli_opt *opts, size_t n)
@@ -91,9 +94,9 @@ static void usage(FILE *f, const cli_opt *opts, size_t n)
                "schedules, each measurement its own process, the implementations alternating in an order\n"
                "that rotates per round. Reports medians over rounds, GFLOP/s, the fraction of the compute\n"
                "bound and the memory bound of step-by-step execution. A stencil NAME:T overrides its T.\n"
-               "--sweep times the overlapped and split tilings over forced tile sizes along the first\n"
-               "--sweep-dims dimensions (the others untiled, or --rest-tile) with the redundant work of\n"
-               "each plan, and where split tiles overtake overlapped ones.\n\noptions:\n");
+               "--sweep times the overlapped and split tilings (split in both orders) over forced tile\n"
+               "sizes along the first --sweep-dims dimensions (the others untiled, or --rest-tile) with\n"
+               "the redundant work of each plan, and where split tiles overtake overlapped ones.\n\noptions:\n");
     cli_print_options(f, opts, n);
 }
 
@@ -202,10 +205,11 @@ static void run_one(const bench_env *E, const bench_case *c, impl *I, int64_t r)
         /* step by step has no bands to set */
         if (E->band > 0 && strcmp(I->arg, "step"))
             snprintf(extra + o, sizeof extra - (size_t)o, " --band %lld", (long long)E->band);
+        const int phases = !strcmp(I->arg, tiling_names[SPLIT_PHASES]);
         snprintf(command, sizeof command,
-                 "'%s' stencil %s --size %s --T %lld --tiling %s --threads %lld --reps %lld --warmup %lld%s --json", E->self,
-                 c->b->name, c->size, (long long)c->steps, I->arg, (long long)E->threads, (long long)E->reps,
-                 (long long)E->warmup, extra);
+                 "'%s' stencil %s --size %s --T %lld --tiling %s%s --threads %lld --reps %lld --warmup %lld%s --json", E->self,
+                 c->b->name, c->size, (long long)c->steps, phases ? "split" : I->arg, phases ? " --split-order phases" : "",
+                 (long long)E->threads, (long long)E->reps, (long long)E->warmup, extra);
     }
     int code = -1;
     int ran = cli_run_json(command, line, sizeof line, &code) == 0;
@@ -349,7 +353,9 @@ static void sweep_check_plan(ps_context *ctx, const bench_env *E, const bench_ca
     ps_iter_plan *plan = NULL;
     ps_iter_options o;
     ps_iter_options_init(&o);
-    o.tiling = (ps_iter_tiling)cli_choice("", "", I->arg, tiling_names, 5);
+    int k = cli_choice("", "", I->arg, tiling_names, N_TILING_NAMES);
+    o.tiling = k == SPLIT_PHASES ? PS_ITER_TILING_SPLIT : (ps_iter_tiling)k;
+    o.split_order = k == SPLIT_PHASES ? PS_ITER_SPLIT_PHASES : PS_ITER_SPLIT_AUTO;
     o.band = o.tiling == PS_ITER_TILING_STEP ? 0 : E->band;
     for (int d = 0; d < c->b->ndim; d++) o.tile[d] = sweep_tile(E, c, I->tile, d);
     ps_status st = cli_stencil_build(c->b, c->n, c->steps, PS_ITER_FIXED, &it);
@@ -478,7 +484,8 @@ int cli_bench_stencil(int argc, char **argv)
         {"stencils", CLI_OPT_STRING, &stencils_arg, 0, 0,
          "LIST  NAME or NAME:T, comma-separated (default heat1d,heat2d,heat2d:500,heat3d,jacobi2d)", 0},
         {"tilings", CLI_OPT_STRING, &tilings_arg, 0, 0,
-         "LIST  polysci tilings: auto, step, overlap, split, hybrid (default all; --sweep: overlap,split)", 0},
+         "LIST  polysci tilings: auto, step, overlap, split, hybrid, split-phases (split in seed 003's order) "
+         "(default the first five; --sweep: overlap,split,split-phases)", 0},
         {"halide", CLI_OPT_STRING, &halide_arg, 0, 0,
          "LIST  Halide schedules: naive, manual, mullapudi2016, adams2019, li2018, or 'none' "
          "(default manual and the three autoschedulers)", 0},
@@ -512,7 +519,7 @@ int cli_bench_stencil(int argc, char **argv)
         fprintf(stderr, "polysci %s: --halide-timeout must be > 0\n", cmd);
         return CLI_USAGE;
     }
-    if (!tilings_arg) tilings_arg = sweep ? "overlap,split" : "auto,step,overlap,split,hybrid";
+    if (!tilings_arg) tilings_arg = sweep ? "overlap,split,split-phases" : "auto,step,overlap,split,hybrid";
     if (sweep && !cli_opt_seen(opts, n_opts, "halide")) halide_arg = "none";
     if (sweep && band == 0) band = 8;
     char sbuf[512], tbuf[256], hbuf[256], zbuf[512];
@@ -525,7 +532,7 @@ int cli_bench_stencil(int argc, char **argv)
     int n_scheds = strcmp(halide_arg, "none") ? cli_split_list(hbuf, scheds, 8) : 0;
     int n_sizes = cli_split_list(zbuf, size_items, MAX_SIZES);
     for (int i = 0; i < n_tilings; i++)
-        if (cli_choice(cmd, "tilings", tilings[i], tiling_names, 5) < 0) return CLI_USAGE;
+        if (cli_choice(cmd, "tilings", tilings[i], tiling_names, N_TILING_NAMES) < 0) return CLI_USAGE;
     for (int i = 0; i < n_scheds; i++)
         if (cli_choice(cmd, "halide", scheds[i], sched_names, 5) < 0) return CLI_USAGE;
     int64_t sizes[MAX_SIZES];

@@ -48,7 +48,7 @@ int cmd_stencil(int argc, char **argv)
 {
     static const char cmd[] = "stencil";
     int64_t steps = -1, threads = 0, reps = 5, warmup = 1, band = 0, skew = 0;
-    const char *size = NULL, *tiling = "auto", *tile = NULL;
+    const char *size = NULL, *tiling = "auto", *tile = NULL, *split_order = "auto";
     int periodic = 0, describe = 0, check = 0, json = 0;
     cli_opt opts[] = {
         {"size", CLI_OPT_STRING, &size, 0, 0, "N[xN[xN]]  grid extents, outermost first (one value: every dimension)", 0},
@@ -58,6 +58,8 @@ int cmd_stencil(int argc, char **argv)
         {"band", CLI_OPT_INT, &band, 0, 1 << 20, "B  time steps per band (0: the model's)", 0},
         {"tile", CLI_OPT_STRING, &tile, 0, 0, "N[xN[xN]]  space tile per dimension (0: the model's)", 0},
         {"skew-width", CLI_OPT_INT, &skew, 0, 1 << 30, "W  hybrid: width of the skewed tiles (0: the model's)", 0},
+        {"split-order", CLI_OPT_STRING, &split_order, 0, 0,
+         "O  split: auto (default), phases or pipelined (include/polysci/iterated.h)", 0},
         {"threads", CLI_OPT_INT, &threads, 0, 4096, "T  threads (default: the context's)", 0},
         {"reps", CLI_OPT_INT, &reps, 1, 100000, "R  timed executions (default 5)", 0},
         {"warmup", CLI_OPT_INT, &warmup, 0, 100000, "W  untimed executions first (default 1)", 0},
@@ -81,6 +83,9 @@ int cmd_stencil(int argc, char **argv)
     if (rc) return rc;
     int kind = cli_choice(cmd, "--tiling", tiling, tiling_names, 5);
     if (kind < 0) return CLI_USAGE;
+    static const char *const split_orders[] = {"auto", "phases", "pipelined"};
+    int order = cli_choice(cmd, "--split-order", split_order, split_orders, 3);
+    if (order < 0) return CLI_USAGE;
     int64_t n[PS_ITER_MAX_DIMS] = {1, 1, 1}, tiles[PS_ITER_MAX_DIMS] = {0, 0, 0};
     for (int d = 0; d < b->ndim; d++) n[d] = b->n[d];
     if (size && !parse_dims(size, b->ndim, 1, n)) {
@@ -109,6 +114,7 @@ int cmd_stencil(int argc, char **argv)
     o.tiling = (ps_iter_tiling)kind;
     o.band = band;
     o.skew_width = skew;
+    o.split_order = (ps_iter_split_order)order;
     for (int d = 0; d < b->ndim; d++) o.tile[d] = tiles[d];
     double t0 = cli_now_ms();
     st = ps_iter_plan_create(ctx, it, &o, &plan);
@@ -182,10 +188,11 @@ int cmd_stencil(int argc, char **argv)
                (long long)info.steps, periodic ? "periodic" : "fixed", tiling_names[s.tiling], kind ? "true" : "false",
                (long long)s.band);
         for (int d = 0; d < info.ndim; d++) printf("%s%lld", d ? ", " : "", (long long)s.tile[d]);
-        printf("], \"skew_width\": %lld, \"phases\": %d, \"threads\": %d, \"plan_ms\": %.3f, \"median_ms\": %.4f, "
+        printf("], \"skew_width\": %lld, \"split_order\": \"%s\", \"phases\": %d, \"threads\": %d, \"plan_ms\": %.3f, \"median_ms\": %.4f, "
                "\"best_ms\": %.4f, \"flops_per_point\": %d, \"interior_points\": %lld, \"gflops\": %.3f, \"redundant\": %.6f, "
                "\"model_ms\": %.4f, \"workspace_bytes\": %zu, \"scratch_bytes\": %zu",
-               (long long)s.skew_width, s.phases, ps_context_num_threads(ctx), plan_ms, med, best, b->flops_per_point,
+               (long long)s.skew_width, s.tiling == PS_ITER_TILING_SPLIT ? split_orders[s.split_order] : "", s.phases,
+               ps_context_num_threads(ctx), plan_ms, med, best, b->flops_per_point,
                (long long)info.updated_points, gflops, s.redundant_fraction, s.model_ms, s.workspace_bytes, s.scratch_bytes);
         if (check)
             printf(", \"bitwise_equal_step\": %s, \"max_abs_err\": %.3g, \"tolerance\": %.3g, \"ok\": %s", bitwise ? "true" : "false",
@@ -208,6 +215,7 @@ int cmd_stencil(int argc, char **argv)
                kind ? " (forced)" : " (model)", (long long)s.band);
         for (int d = 0; d < info.ndim; d++) printf("%s%lld", d ? "x" : " ", (long long)s.tile[d]);
         if (s.skew_width) printf(", skewed tiles %lld", (long long)s.skew_width);
+        if (s.tiling == PS_ITER_TILING_SPLIT) printf(", %s", split_orders[s.split_order]);
         printf("; planned in %.2f ms, median %.3f ms over %lld runs (best %.3f), %.2f GFLOP/s, redundant %.2f%%, model %.3g ms\n",
                plan_ms, med, (long long)reps, best, gflops, 100 * s.redundant_fraction, s.model_ms);
         if (check)

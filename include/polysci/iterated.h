@@ -155,12 +155,26 @@ typedef enum ps_iter_tiling {
     PS_ITER_TILING_STEP = 1,    /* step by step: each step one parallel sweep over the grid */
     PS_ITER_TILING_OVERLAP = 2, /* overlapped time tiles: every tile computes its trapezoid from the
                                    band's input (redundant halo work), all tiles start at once */
-    PS_ITER_TILING_SPLIT = 3,   /* split tiles: upright trapezoids, then the inverted ones between
-                                   them, a barrier between phases, no redundant work */
+    PS_ITER_TILING_SPLIT = 3,   /* split tiles: upright trapezoids and the inverted ones between
+                                   them, no redundant work (order: split_order) */
     PS_ITER_TILING_HYBRID = 4   /* overlapped along dimension 0, a chain of time-skewed tiles run
                                    in order along dimension 1 (along dimension 0 inside each tile
                                    for 1-D grids) */
 } ps_iter_tiling;
+
+/* The order split tiles run in. PHASES (seed 003): every upright component
+ * in parallel, a barrier, then the inverted ones between them (a phase per
+ * number of inverted dimensions). PIPELINED: each thread takes a block of
+ * consecutive tiles along the first tiled dimension and runs, after each
+ * tile, the inverted components between it and the one before, while both
+ * are still in its cache; only the inverted components on the blocks'
+ * edges wait for a barrier. Each component's operations are the same in
+ * both, so are the results. */
+typedef enum ps_iter_split_order {
+    PS_ITER_SPLIT_AUTO = 0,      /* PIPELINED where every thread gets two tiles or more, else PHASES */
+    PS_ITER_SPLIT_PHASES = 1,
+    PS_ITER_SPLIT_PIPELINED = 2  /* falls back to PHASES with fewer tiles than 2 per thread */
+} ps_iter_split_order;
 
 typedef struct ps_iter_options {
     size_t struct_size;     /* sizeof(ps_iter_options); set by init */
@@ -176,6 +190,8 @@ typedef struct ps_iter_options {
     int64_t tile[PS_ITER_MAX_DIMS];
     /* HYBRID: width of a skewed tile of the chain; 0: the model's. */
     int64_t skew_width;
+    /* SPLIT: the order its components run in. */
+    ps_iter_split_order split_order;
 } ps_iter_options;
 
 PS_API void ps_iter_options_init(ps_iter_options *opts);
@@ -209,7 +225,8 @@ typedef struct ps_iter_plan_stats {
     int64_t band;                /* time steps per band */
     int64_t tile[PS_ITER_MAX_DIMS]; /* space tile per dimension (the extent where untiled) */
     int64_t skew_width;          /* HYBRID's skewed tiles; 0 otherwise */
-    int phases;                  /* barrier-separated phases per band */
+    int phases;                  /* barrier-separated phases per band (SPLIT; 1 otherwise) */
+    ps_iter_split_order split_order; /* SPLIT: the order it runs in (never AUTO); 0 otherwise */
     double points_computed;      /* point updates one execute performs, all arrays */
     double points_needed;        /* updated points x arrays x T */
     double redundant_fraction;   /* computed / needed - 1 */

@@ -229,6 +229,19 @@ static void estimate(const ps_iter_plan *base, const ps_it_deps *dp, const model
              * its working set fits the L3 share, else on every step */
             far = ev->ws_level <= 3 ? 12.0 * upd_pts * na : 12.0 * comp;
             if (ev->ws_level == 3) near = 12.0 * comp * past_l2;
+            /* In phases the inverted components run after every upright
+             * one, so the cells they cover (2 s tau + 2 r around each tile
+             * boundary) come from the grid's level a second time; the
+             * pipelined order finds them in cache. */
+            if (pl.split_pipe < 0 && ev->ws_level <= 3) {
+                double kept = 1;
+                for (int d = 0; d < nd; d++) {
+                    const ps_it_dim *D = &pl.dim[d];
+                    if (D->kind == PS_ITD_SPLIT)
+                        kept *= 1.0 - fmin(1.0, (double)(2 * D->s * tau + 2 * pl.radius[d]) / (double)D->tile);
+                }
+                far *= 2.0 - kept;
+            }
         } else {
             far = na * (4.0 * pts0 + 8.0 * upd_pts);
             if (ev->ws_level >= 3) near = 12.0 * comp * past_l2;
@@ -364,6 +377,16 @@ void ps_iter_apply(ps_iter_plan *pl, const ps_it_deps *dp, const ps_it_eval *ev)
             if (P->n_masks) pl->n_phases++;
         }
     }
+    /* The pipelined order blocks the first tiled dimension's tiles among
+     * the threads: with fewer than two tiles per thread no inverted
+     * component would lie inside a block. */
+    pl->split_pipe = -1;
+    if (ev->tiling == PS_ITER_TILING_SPLIT && pl->opts.split_order != PS_ITER_SPLIT_PHASES)
+        for (int d = 0; d < nd; d++)
+            if (pl->dim[d].kind == PS_ITD_SPLIT) {
+                if (pl->dim[d].ntiles >= 2 * (int64_t)pl->nthreads) pl->split_pipe = d;
+                break;
+            }
 }
 
 /* ---------------------------------------------------------- the search */

@@ -422,8 +422,91 @@ static void run_split_task(const ps_iter_plan *pl, float *const (*g)[2], int cur
     task_run(&tk, count);
 }
 
+/* The pipelined split order (PS_ITER_SPLIT_PIPELINED), recursively over
+ * the dimensions from d: along a split dimension the tiles k0 .. k1 - 1 in
+ * order, after each the inverted components between it and the one
+ * before, every one of them with the dimensions after d walked the same
+ * way. An inverted component along d reads only the upright (along d)
+ * components on its two sides, done just before, while they are in cache;
+ * those inverted along later dimensions too follow the ones they read in
+ * the inner walk. The component that runs after one it would have shared
+ * a phase with, or preceded, lies a tile (at least 2 s tau wide) away from
+ * it, so neither reads what the other writes. */
+static void walk_split(task *tk, int d, double *count);
+
+static void walk_inverted(task *tk, int d, int64_t bnd, double *count)
+{
+    const ps_it_dim *D = &tk->pl->dim[d];
+    /* inverted component j sits at boundary j (periodic) or j + 1 */
+    tk->k[d] = D->periodic ? bnd % D->ntiles : bnd - 1;
+    tk->mask |= 1 << d;
+    walk_split(tk, d + 1, count);
+    tk->mask &= ~(1 << d);
+}
+
+static void walk_tiles(task *tk, int d, int64_t k0, int64_t k1, double *count)
+{
+    for (int64_t k = k0; k < k1; k++) {
+        tk->k[d] = k;
+        walk_split(tk, d + 1, count);
+        if (k > k0) walk_inverted(tk, d, k, count);
+    }
+}
+
+static void walk_split(task *tk, int d, double *count)
+{
+    const ps_iter_plan *pl = tk->pl;
+    if (d == pl->nd) {
+        task_run(tk, count);
+        return;
+    }
+    const ps_it_dim *D = &pl->dim[d];
+    if (D->kind != PS_ITD_SPLIT) {
+        tk->k[d] = 0;
+        walk_split(tk, d + 1, count);
+        return;
+    }
+    walk_tiles(tk, d, 0, D->ntiles, count);
+    if (D->periodic) walk_inverted(tk, d, 0, count);
+}
+
+/* One band in the pipelined order: thread q of P walks tiles [n q / P,
+ * n (q + 1) / P) along split_pipe; after a barrier the inverted components
+ * on the blocks' edges (and the periodic seam), which read two threads'
+ * tiles. Outside a parallel region (the point count) P = 1. */
+static void run_split_pipelined(const ps_iter_plan *pl, float *const (*g)[2], int cur, int64_t tau, double *count)
+{
+    const int d0 = pl->split_pipe;
+    task tk;
+    memset(&tk, 0, sizeof tk);
+    tk.pl = pl;
+    tk.split = 1;
+    tk.tau = tau;
+    tk.cur = cur;
+    it_view v[2][PS_ITER_MAX_ARRAYS];
+    if (!count) {
+        global_views(pl, g, 0, v[0]);
+        global_views(pl, g, 1, v[1]);
+        tk.gv = (const it_view(*)[PS_ITER_MAX_ARRAYS])v;
+    }
+    const ps_it_dim *D = &pl->dim[d0];
+    const int64_t n = D->ntiles;
+    int64_t P = omp_get_num_threads(), q = omp_get_thread_num();
+    if (P > n) P = n; /* blocks of one tile at least; the threads past n idle */
+    if (q < P) walk_tiles(&tk, d0, n * q / P, n * (q + 1) / P, count);
+#pragma omp barrier
+    /* edge e: the start of block e (e = 0: the periodic seam) */
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t e = 0; e < P; e++)
+        if (e > 0 || D->periodic) walk_inverted(&tk, d0, n * e / P, count);
+}
+
 void ps_iter_run_band(const ps_iter_plan *pl, float *const (*g)[2], int cur, int64_t tau, float *scratch, double *count)
 {
+    if (pl->tiling == PS_ITER_TILING_SPLIT && pl->split_pipe >= 0) {
+        run_split_pipelined(pl, g, cur, tau, count);
+        return;
+    }
     if (pl->tiling == PS_ITER_TILING_SPLIT) {
         for (int p = 0; p < pl->n_phases; p++) {
             const ps_it_phase *ph = &pl->phase[p];

@@ -151,7 +151,8 @@ struct ps_iter_plan {
     int64_t skew_hs;        /* the slope of the first tile's upright face where the
                                chain runs around a periodic dimension */
     int64_t ov_tasks;       /* OVERLAP/HYBRID/STEP: tasks per band */
-    int n_phases;           /* SPLIT */
+    int n_phases;           /* SPLIT: the components' phases (their order under PS_ITER_SPLIT_PHASES) */
+    int split_pipe;         /* SPLIT: the dimension of the pipelined order's blocks of tiles; -1: phases */
     ps_it_phase phase[PS_IT_MAX_DIMS + 1];
     size_t scr_floats;      /* one scratch buffer (one array, one parity) */
     size_t thread_floats;   /* a thread's scratch: 2 per array */

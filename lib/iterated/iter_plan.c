@@ -125,6 +125,8 @@ static ps_status check(const ps_iter *it, const ps_iter_options *o)
     for (int d = 0; d < it->ndim; d++)
         if (o->tile[d] < 0) return ps_error(PS_ERR_INVALID_ARG, "%s: tile[%d] = %lld is negative", who, d, (long long)o->tile[d]);
     if (o->skew_width < 0) return ps_error(PS_ERR_INVALID_ARG, "%s: skew_width %lld is negative", who, (long long)o->skew_width);
+    if ((unsigned)o->split_order > PS_ITER_SPLIT_PIPELINED)
+        return ps_error(PS_ERR_INVALID_ARG, "%s: unknown split_order %d", who, (int)o->split_order);
     if (it->n_arrays < 1) return ps_error(PS_ERR_INVALID_ARG, "%s: the descriptor has no array (ps_iter_add_array)", who);
     for (int a = 0; a < it->n_arrays; a++)
         if (!it->upd[a].n_taps)
@@ -308,7 +310,10 @@ ps_status ps_iter_plan_get_stats(const ps_iter_plan *pl, ps_iter_plan_stats *s)
     s->band = pl->band;
     for (int d = 0; d < PS_ITER_MAX_DIMS; d++) s->tile[d] = d < pl->nd ? pl->dim[d].tile : 1;
     s->skew_width = pl->skew_dim >= 0 ? pl->skew_w : 0;
-    s->phases = pl->tiling == PS_ITER_TILING_SPLIT ? pl->n_phases : 1;
+    s->phases = pl->tiling != PS_ITER_TILING_SPLIT ? 1 : pl->split_pipe >= 0 ? 2 : pl->n_phases;
+    s->split_order = pl->tiling != PS_ITER_TILING_SPLIT ? (ps_iter_split_order)0
+                     : pl->split_pipe >= 0                ? PS_ITER_SPLIT_PIPELINED
+                                                          : PS_ITER_SPLIT_PHASES;
     s->points_computed = pl->computed;
     s->points_needed = pl->needed;
     s->redundant_fraction = pl->needed > 0 ? pl->computed / pl->needed - 1.0 : 0.0;
@@ -358,7 +363,21 @@ ps_status ps_iter_plan_describe(const ps_iter_plan *pl, char *buf, size_t len, s
     if (pl->strip > 0) out(buf, len, &off, ", rows in strips of up to %lld columns", (long long)pl->strip);
     double red = pl->needed > 0 ? pl->computed / pl->needed - 1 : 0;
     out(buf, len, &off, "\n  %.0f point updates for %.0f needed: redundant %.2f%%; ", pl->computed, pl->needed, 100 * red);
-    if (pl->tiling == PS_ITER_TILING_SPLIT) {
+    if (pl->tiling == PS_ITER_TILING_SPLIT && pl->split_pipe >= 0) {
+        const ps_it_dim *D = &pl->dim[pl->split_pipe];
+        out(buf, len, &off,
+            "pipelined along i%d: each thread a block of its %lld tiles, the inverted components between two of them "
+            "after the second, then (after a barrier) the %lld on the blocks' edges; components",
+            pl->split_pipe, (long long)D->ntiles, (long long)(ps_it_n_inverted(D) - (D->ntiles - pl->nthreads)));
+        for (int p = 0; p < pl->n_phases; p++)
+            for (int q = 0; q < pl->phase[p].n_masks; q++) {
+                out(buf, len, &off, " ");
+                for (int d = 0; d < pl->nd; d++)
+                    out(buf, len, &off, "%c", pl->dim[d].kind != PS_ITD_SPLIT ? '-' : (pl->phase[p].mask[q] >> d) & 1 ? 'I' : 'U');
+                out(buf, len, &off, " x%lld", (long long)pl->phase[p].count[q]);
+            }
+        out(buf, len, &off, " (U upright, I inverted, - untiled)\n");
+    } else if (pl->tiling == PS_ITER_TILING_SPLIT) {
         out(buf, len, &off, "%d phase%s per band:", pl->n_phases, pl->n_phases == 1 ? "" : "s");
         for (int p = 0; p < pl->n_phases; p++) {
             out(buf, len, &off, " [");

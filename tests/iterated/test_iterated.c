@@ -174,6 +174,7 @@ static void check_all(ps_context *ctx, const ps_iter *it, const grid *init, int 
                         forced = 1;
                     }
                 if (rnd() & 1) o.skew_width = rint_in(1, 40);
+                o.split_order = (ps_iter_split_order)rint_in(0, 2);
             }
             ps_status ts = run(ctx, it, &o, init, &res, &s);
             /* split with forced sizes may have uprights too narrow */
@@ -359,20 +360,29 @@ static void test_counts(ps_context *ctx)
         ps_iter_plan_destroy(p);
     }
     ps_iter_destroy(it);
-    /* 2-D and 3-D split: d + 1 phases, no redundancy */
+    /* 2-D and 3-D split, no redundancy: in phases, d + 1 of them; pipelined
+     * (4 tiles along i0 for 2 threads), two (the blocks, their edges); 2
+     * tiles for 2 threads fall back to phases */
     int64_t n2[3] = {64, 80, 48};
     for (int nd = 2; nd <= 3; nd++) {
         ps_iter_create_example(nd == 2 ? PS_ITER_HEAT2D : PS_ITER_HEAT3D, n2, PS_ITER_PERIODIC, 9, &it);
-        ps_iter_options_init(&o);
-        o.tiling = PS_ITER_TILING_SPLIT;
-        o.band = 4;
-        for (int d = 0; d < nd; d++) o.tile[d] = 16;
-        ps_status st = ps_iter_plan_create(ctx, it, &o, &p);
-        TU_CHECK(!st, "split %dD: %s", nd, ps_last_error_message());
-        if (!st) {
+        for (int order = PS_ITER_SPLIT_AUTO; order <= PS_ITER_SPLIT_PIPELINED + 1; order++) {
+            ps_iter_options_init(&o);
+            o.tiling = PS_ITER_TILING_SPLIT;
+            o.num_threads = 2;
+            o.split_order = (ps_iter_split_order)(order <= PS_ITER_SPLIT_PIPELINED ? order : PS_ITER_SPLIT_PIPELINED);
+            o.band = 4;
+            for (int d = 0; d < nd; d++) o.tile[d] = 16;
+            if (order > PS_ITER_SPLIT_PIPELINED) o.tile[0] = 32;
+            const int pipelined = o.split_order != PS_ITER_SPLIT_PHASES && order <= PS_ITER_SPLIT_PIPELINED;
+            ps_status st = ps_iter_plan_create(ctx, it, &o, &p);
+            TU_CHECK(!st, "split %dD: %s", nd, ps_last_error_message());
+            if (st) continue;
             ps_iter_plan_get_stats(p, &s);
-            TU_CHECK(s.phases == nd + 1 && s.points_computed == s.points_needed, "split %dD: %d phases, %.0f of %.0f points", nd,
-                  s.phases, s.points_computed, s.points_needed);
+            TU_CHECK(s.phases == (pipelined ? 2 : nd + 1) && s.points_computed == s.points_needed &&
+                         s.split_order == (pipelined ? PS_ITER_SPLIT_PIPELINED : PS_ITER_SPLIT_PHASES),
+                     "split %dD, order %d: %d phases (order %d), %.0f of %.0f points", nd, order, s.phases, (int)s.split_order,
+                     s.points_computed, s.points_needed);
             ps_iter_plan_destroy(p);
         }
         ps_iter_destroy(it);
@@ -476,6 +486,9 @@ static void test_errors(ps_context *ctx)
     TU_ERR(PS_ERR_INVALID_ARG, ps_iter_plan_create(c, it, &o, &p));
     ps_iter_options_init(&o);
     o.tile[1] = -3;
+    TU_ERR(PS_ERR_INVALID_ARG, ps_iter_plan_create(c, it, &o, &p));
+    ps_iter_options_init(&o);
+    o.split_order = (ps_iter_split_order)3;
     TU_ERR(PS_ERR_INVALID_ARG, ps_iter_plan_create(c, it, &o, &p));
     ps_iter_options_init(&o);
     o.tiling = PS_ITER_TILING_SPLIT;
