@@ -386,18 +386,32 @@ static void run_ov_task(const ps_iter_plan *pl, float *const (*g)[2], int cur, i
     for (tk.m = 0; tk.m < tk.n_chain; tk.m++) task_run(&tk, count);
 }
 
-/* One split component: task number `task_no` of phase p; all tau steps in
- * place in the two grid buffers (step t in buffer (cur + t) mod 2). */
+/* A split task of a band from buffer cur, without its component (mask,
+ * k): its steps in place in the two grid buffers, whose views v holds
+ * (step t in buffer (cur + t) mod 2); none when only counting. */
+static void split_task_init(task *tk, const ps_iter_plan *pl, float *const (*g)[2], int cur, int64_t tau,
+                            it_view (*v)[PS_ITER_MAX_ARRAYS], const double *count)
+{
+    memset(tk, 0, sizeof *tk);
+    tk->pl = pl;
+    tk->split = 1;
+    tk->tau = tau;
+    tk->cur = cur;
+    if (!count) {
+        global_views(pl, g, 0, v[0]);
+        global_views(pl, g, 1, v[1]);
+        tk->gv = (const it_view(*)[PS_ITER_MAX_ARRAYS])v;
+    }
+}
+
+/* One split component: task number `task_no` of phase p. */
 static void run_split_task(const ps_iter_plan *pl, float *const (*g)[2], int cur, int64_t tau, const ps_it_phase *ph,
                            int64_t task_no, double *count)
 {
     const int nd = pl->nd;
     task tk;
-    memset(&tk, 0, sizeof tk);
-    tk.pl = pl;
-    tk.split = 1;
-    tk.tau = tau;
-    tk.cur = cur;
+    it_view v[2][PS_ITER_MAX_ARRAYS];
+    split_task_init(&tk, pl, g, cur, tau, v, count);
     int q = 0;
     while (q + 1 < ph->n_masks && task_no >= ph->count[q]) task_no -= ph->count[q++];
     tk.mask = ph->mask[q];
@@ -412,12 +426,6 @@ static void run_split_task(const ps_iter_plan *pl, float *const (*g)[2], int cur
         int64_t nk = D->kind != PS_ITD_SPLIT ? 1 : (tk.mask >> d) & 1 ? ps_it_n_inverted(D) : D->ntiles;
         tk.k[d] = task_no % nk;
         task_no /= nk;
-    }
-    it_view v[2][PS_ITER_MAX_ARRAYS];
-    if (!count) {
-        global_views(pl, g, 0, v[0]);
-        global_views(pl, g, 1, v[1]);
-        tk.gv = (const it_view(*)[PS_ITER_MAX_ARRAYS])v;
     }
     task_run(&tk, count);
 }
@@ -478,17 +486,8 @@ static void run_split_pipelined(const ps_iter_plan *pl, float *const (*g)[2], in
 {
     const int d0 = pl->split_pipe;
     task tk;
-    memset(&tk, 0, sizeof tk);
-    tk.pl = pl;
-    tk.split = 1;
-    tk.tau = tau;
-    tk.cur = cur;
     it_view v[2][PS_ITER_MAX_ARRAYS];
-    if (!count) {
-        global_views(pl, g, 0, v[0]);
-        global_views(pl, g, 1, v[1]);
-        tk.gv = (const it_view(*)[PS_ITER_MAX_ARRAYS])v;
-    }
+    split_task_init(&tk, pl, g, cur, tau, v, count);
     const ps_it_dim *D = &pl->dim[d0];
     const int64_t n = D->ntiles;
     int64_t P = omp_get_num_threads(), q = omp_get_thread_num();
