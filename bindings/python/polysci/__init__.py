@@ -17,6 +17,12 @@ resampling (polysci.Graph, see graph.py):
     g.output(g.pointwise(lambda a, b: 2 * a - b, x, bx))
     out = g.plan()(x_array)
 
+Stencils applied T times, time-tiled (polysci.IteratedStencil, see
+iterated.py):
+
+    st = polysci.IteratedStencil.example("heat2d", (4000, 4000), steps=64)
+    st.plan()(grid)                           # grid: (4000, 4000) float32, now step 64
+
 The shared library is found through $POLYSCI_LIBRARY, next to this package,
 in <repo>/build/lib, or on the system library path. See README.md.
 """
@@ -30,6 +36,7 @@ from .core import (ALIGNMENT, ArgumentError, Context, ConvDesc, CostReport, Erro
                    default_context)
 from .graph import (Expr, Graph, GraphPlan, GraphPlanStats, Tensor, TensorInfo, clamp, exp, floor, has_engine, inp,
                     log, maximum, minimum, select, sqrt)
+from .iterated import IterInfo, IteratedPlan, IteratedStencil, IterPlanStats, has_iterated
 
 __all__ = [
     "ActLayout", "Boundary", "Dim", "ExprOp", "Fusion", "MatrixOrder", "OpKind", "Ranker", "Reduce", "Resample",
@@ -40,6 +47,7 @@ __all__ = [
     "ParseError", "Plan", "Schedule", "ScheduleError", "StaleWisdomError", "Workspace", "default_context",
     "Expr", "Graph", "GraphPlan", "GraphPlanStats", "Tensor", "TensorInfo", "clamp", "exp", "floor", "has_engine",
     "inp", "log", "maximum", "minimum", "select", "sqrt",
+    "IterInfo", "IteratedPlan", "IteratedStencil", "IterPlanStats", "has_iterated",
     "version", "api_version",
 ]
 

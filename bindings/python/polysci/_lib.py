@@ -128,6 +128,42 @@ class ExprOp(enum.IntEnum):
     CLAMP = 41
 
 
+class IterBoundary(enum.IntEnum):
+    """ps_iter_boundary (iterated.h)."""
+    FIXED = 0
+    PERIODIC = 1
+
+
+class IterTiling(enum.IntEnum):
+    """ps_iter_tiling (iterated.h)."""
+    AUTO = 0
+    STEP = 1
+    OVERLAP = 2
+    SPLIT = 3
+    HYBRID = 4
+
+
+class IterSplitOrder(enum.IntEnum):
+    """ps_iter_split_order (iterated.h)."""
+    AUTO = 0
+    PHASES = 1
+    PIPELINED = 2
+
+
+class IterExample(enum.IntEnum):
+    """ps_iter_example (iterated.h)."""
+    HEAT1D = 0
+    HEAT2D = 1
+    HEAT3D = 2
+    JACOBI2D = 3
+
+
+PS_ITER_MAX_DIMS = 3
+PS_ITER_MAX_ARRAYS = 8
+PS_ITER_MAX_TAPS = 1024
+PS_ITER_MAX_OFFSET = 16
+PS_ITER_NAME_MAX = 63
+
 PS_GRAPH_MAX_TENSORS = 4096
 PS_STENCIL_MAX_TAPS = 1024
 PS_STENCIL_MAX_STRIDE = 8
@@ -312,6 +348,63 @@ class GraphPlanStatsC(ctypes.Structure):
         ("scratch_bytes", ctypes.c_size_t),
         ("workspace_bytes", ctypes.c_size_t),
         ("cost", ctypes.c_double),
+    ]
+
+
+class IterTapC(ctypes.Structure):
+    """ps_iter_tap (iterated.h)."""
+    _fields_ = [
+        ("array", ctypes.c_int),
+        ("offset", ctypes.c_int * PS_ITER_MAX_DIMS),
+        ("weight", ctypes.c_float),
+    ]
+
+
+class IterInfoC(ctypes.Structure):
+    """ps_iter_info (iterated.h). No *_init: ps_iter_get_info checks struct_size."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("ndim", ctypes.c_int),
+        ("n", ctypes.c_int64 * PS_ITER_MAX_DIMS),
+        ("boundary", c_enum),
+        ("steps", ctypes.c_int64),
+        ("n_arrays", ctypes.c_int),
+        ("radius", ctypes.c_int * PS_ITER_MAX_DIMS),
+        ("updated_points", ctypes.c_int64),
+        ("taps", ctypes.c_int64),
+    ]
+
+
+class IterOptionsC(ctypes.Structure):
+    """ps_iter_options (iterated.h)."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("num_threads", ctypes.c_int),
+        ("tiling", c_enum),
+        ("band", ctypes.c_int64),
+        ("tile", ctypes.c_int64 * PS_ITER_MAX_DIMS),
+        ("skew_width", ctypes.c_int64),
+        ("split_order", c_enum),
+    ]
+
+
+class IterPlanStatsC(ctypes.Structure):
+    """ps_iter_plan_stats (iterated.h). No *_init: ps_iter_plan_get_stats checks struct_size."""
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("tiling", c_enum),
+        ("band", ctypes.c_int64),
+        ("tile", ctypes.c_int64 * PS_ITER_MAX_DIMS),
+        ("skew_width", ctypes.c_int64),
+        ("phases", ctypes.c_int),
+        ("split_order", c_enum),
+        ("points_computed", ctypes.c_double),
+        ("points_needed", ctypes.c_double),
+        ("redundant_fraction", ctypes.c_double),
+        ("scratch_bytes", ctypes.c_size_t),
+        ("workspace_bytes", ctypes.c_size_t),
+        ("model_ms", ctypes.c_double),
+        ("plan_ms", ctypes.c_double),
     ]
 
 
@@ -514,6 +607,22 @@ _OPTIONAL_PROTOTYPES = {
     "ps_graph_execute": (_st, [_p, _pp, _pp, _p]),
     "ps_graph_plan_describe": (_st, [_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
     "ps_graph_plan_get_stats": (_st, [_p, ctypes.POINTER(GraphPlanStatsC)]),
+    # iterated.h
+    "ps_iter_create": (_st, [ctypes.c_int, ctypes.POINTER(ctypes.c_int64), c_enum, ctypes.c_int64, _pp]),
+    "ps_iter_destroy": (None, [_p]),
+    "ps_iter_add_array": (_st, [_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
+    "ps_iter_set_update": (_st, [_p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(IterTapC), ctypes.c_float]),
+    "ps_iter_create_example": (_st, [c_enum, ctypes.POINTER(ctypes.c_int64), c_enum, ctypes.c_int64, _pp]),
+    "ps_iter_get_info": (_st, [_p, ctypes.POINTER(IterInfoC)]),
+    "ps_iter_get_update": (_st, [_p, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int),
+                                 ctypes.POINTER(IterTapC), ctypes.c_int, ctypes.POINTER(ctypes.c_float)]),
+    "ps_iter_options_init": (None, [_p]),
+    "ps_iter_plan_create": (_st, [_p, _p, ctypes.POINTER(IterOptionsC), _pp]),
+    "ps_iter_plan_destroy": (None, [_p]),
+    "ps_iter_plan_workspace_size": (_st, [_p, ctypes.POINTER(ctypes.c_size_t)]),
+    "ps_iter_execute": (_st, [_p, _pp, _p]),
+    "ps_iter_plan_describe": (_st, [_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
+    "ps_iter_plan_get_stats": (_st, [_p, ctypes.POINTER(IterPlanStatsC)]),
 }
 
 for _name, (_res, _args) in _OPTIONAL_PROTOTYPES.items():
@@ -557,7 +666,8 @@ def _check_abi():
             ("ps_stencil", getattr(lib, "ps_stencil_init", None), StencilC),
             ("ps_conv_stage", getattr(lib, "ps_conv_stage_init", None), ConvStageC),
             ("ps_pool_stage", getattr(lib, "ps_pool_stage_init", None), PoolStageC),
-            ("ps_graph_options", getattr(lib, "ps_graph_options_init", None), GraphOptionsC)):
+            ("ps_graph_options", getattr(lib, "ps_graph_options_init", None), GraphOptionsC),
+            ("ps_iter_options", getattr(lib, "ps_iter_options_init", None), IterOptionsC)):
         if init is None:  # an optional struct the loaded library predates
             continue
         got = _reported_size(init)
