@@ -36,6 +36,16 @@ def test_pipeline_quickstart():
     assert "unsharp 67x93: max |polysci - numpy|" in r.stdout and "OK" in r.stdout, r.stdout
 
 
+def test_stencil_quickstart():
+    import polysci
+    r = _run([os.path.join(EXAMPLES, "stencil_quickstart.py"), "--size", "67", "93", "--steps", "9", "--threads", "2"])
+    if not polysci.has_iterated():
+        assert r.returncode == 77 and "has no iterated stencils" in r.stdout, r.stdout + r.stderr
+        return
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "bit for bit equal to step by step: yes" in r.stdout and "OK" in r.stdout, r.stdout
+
+
 def test_torch_example_small_layers(tmp_path):
     pytest.importorskip("torch")
     layers = tmp_path / "layers.txt"
