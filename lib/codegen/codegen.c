@@ -399,7 +399,7 @@ static int emit_tprog(FILE *f, const ps_tprog *tp, int index, int fma)
             emit_consts(f, T->inl, reg);
         }
     }
-    fputs("    for (int64_t i = 0; i < n; i++) {\n", f);
+    fputs("#pragma GCC unroll 2\n    for (int64_t i = 0; i < n; i++) {\n", f);
     for (int b = 0; b < R; b++) {
         char out[24], sfx[16];
         snprintf(out, sizeof out, "out%d[i]", b);
