@@ -437,9 +437,10 @@ static void run_split_task(const ps_iter_plan *pl, float *const (*g)[2], int cur
  * way. An inverted component along d reads only the upright (along d)
  * components on its two sides, done just before, while they are in cache;
  * those inverted along later dimensions too follow the ones they read in
- * the inner walk. The component that runs after one it would have shared
- * a phase with, or preceded, lies a tile (at least 2 s tau wide) away from
- * it, so neither reads what the other writes. */
+ * the inner walk. Where this walk runs a component after one that shares
+ * its phase, or that comes after it, in the phased order, the two lie a
+ * tile (at least 2 s tau wide) apart, so neither reads what the other
+ * writes. */
 static void walk_split(task *tk, int d, double *count);
 
 static void walk_inverted(task *tk, int d, int64_t bnd, double *count)
