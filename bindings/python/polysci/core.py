@@ -200,6 +200,45 @@ class _Owner:
         return self.finalizer.alive
 
 
+class _Closable:
+    """An object whose C handle an _Owner holds (self._owner): _handle()
+    refuses a closed one, close() (or leaving a with block) destroys it now
+    instead of when unreferenced. _what names it in the error."""
+    _what = "object"
+
+    def _handle(self):
+        if not self._owner:
+            raise _arg_error("the %s is closed" % self._what)
+        return self._owner.ptr
+
+    @property
+    def closed(self):
+        return not self._owner
+
+    def close(self):
+        """Destroys it now (else when unreferenced)."""
+        self._owner.finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _ThreadWorkspace:
+    """A plan's workspace of workspace_size bytes, allocated once per calling
+    thread (so one plan runs from several threads at once) and reused."""
+
+    def _workspace(self):
+        if not self.workspace_size:
+            return None
+        ws = getattr(self._tls, "ws", None)
+        if ws is None:
+            ws = self._tls.ws = _aligned_empty(self.workspace_size)
+        return ws.ctypes.data
+
+
 def _destroy_plan(ptr, ctx_owner):
     lib.ps_plan_destroy(ptr)
 
@@ -834,7 +873,7 @@ class Workspace:
         return self.buffer.ctypes.data
 
 
-class Plan:
+class Plan(_Closable):
     """A plan (ps_plan): created once per shape, executed many times.
 
     Plan(ctx, desc, schedule=None, num_threads=0, ranker="default", top_k=0,
@@ -909,19 +948,12 @@ class Plan:
 
     # -- introspection
 
+    _what = "plan"
+
     @property
     def handle(self):
         """The ps_plan* as an int."""
         return self._handle()
-
-    def _handle(self):
-        if not self._owner:
-            raise _arg_error("the plan is closed")
-        return self._owner.ptr
-
-    @property
-    def closed(self):
-        return not self._owner
 
     @property
     def schedule(self):
@@ -1068,13 +1100,7 @@ class Plan:
 
     def close(self):
         """Destroys the plan now (else when unreferenced). PackedWeights stay valid memory."""
-        self._owner.finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        _Closable.close(self)
 
     def __repr__(self):
         if not self._owner:

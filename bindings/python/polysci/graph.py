@@ -28,7 +28,7 @@ from ._lib import (ActLayout, Boundary, ConvStageC, ExprOp, Fusion, GraphOptions
                    Resample, Status, StencilC, TensorInfoC, lib, PS_GRAPH_NO_INLINE, PS_GRAPH_NO_EPILOGUE, PS_GRAPH_NO_CODEGEN,
                    PS_POINTWISE_MAX_INPUTS)
 from ._lib import has_symbol as _lib_has, path as _lib_path
-from .core import (Context, Error, _LAYOUTS, _Owner, _aligned_empty, _arg_error, _check, _check_array,
+from .core import (Context, Error, _LAYOUTS, _Closable, _Owner, _ThreadWorkspace, _arg_error, _check, _check_array,
                    _check_disjoint, _enum, _int, _int_range, _ms, _pair, _snprintf_call, default_context)
 
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
@@ -774,7 +774,7 @@ def _destroy_graph_plan(ptr, ctx_owner):
     lib.ps_graph_plan_destroy(ptr)
 
 
-class GraphPlan:
+class GraphPlan(_Closable, _ThreadWorkspace):
     """A plan of a :class:`Graph` (ps_graph_plan): created once, executed many times.
 
     GraphPlan(ctx, graph, fusion="dp", threads=0, tile=None, group_of=None,
@@ -890,14 +890,7 @@ class GraphPlan:
         """The ps_graph_plan* as an int."""
         return self._handle()
 
-    def _handle(self):
-        if not self._owner:
-            raise _arg_error("the plan is closed")
-        return self._owner.ptr
-
-    @property
-    def closed(self):
-        return not self._owner
+    _what = "plan"
 
     def describe(self):
         """ps_graph_plan_describe: groups and why, tile sizes, redundant
@@ -928,14 +921,6 @@ class GraphPlan:
     def new_outputs(self):
         """Uninitialised output arrays of the right shapes (a list)."""
         return [np.empty(p.array_shape, dtype=np.float32) for p in self.outputs]
-
-    def _workspace(self):
-        if not self.workspace_size:
-            return None
-        ws = getattr(self._tls, "ws", None)
-        if ws is None:
-            ws = self._tls.ws = _aligned_empty(self.workspace_size)
-        return ws.ctypes.data
 
     def execute(self, *inputs, out=None, **named):
         """Runs the plan (see the class); ``plan(...)`` is the same."""
@@ -977,16 +962,6 @@ class GraphPlan:
         return outs[0] if single else tuple(outs)
 
     __call__ = execute
-
-    def close(self):
-        """Destroys the plan now (else when unreferenced)."""
-        self._owner.finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         if not self._owner:

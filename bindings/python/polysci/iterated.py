@@ -25,8 +25,8 @@ import threading
 from ._lib import (IterBoundary, IterExample, IterInfoC, IterOptionsC, IterPlanStatsC, IterSplitOrder, IterTapC,
                    IterTiling, Status, lib, PS_ITER_MAX_DIMS, PS_ITER_MAX_TAPS)
 from ._lib import has_symbol as _lib_has, path as _lib_path
-from .core import (Context, Error, _Owner, _aligned_empty, _arg_error, _check, _check_array, _check_disjoint, _enum,
-                   _int, _int_range, _snprintf_call, default_context)
+from .core import (Context, Error, _Closable, _Owner, _ThreadWorkspace, _arg_error, _check, _check_array,
+                   _check_disjoint, _enum, _int, _int_range, _snprintf_call, default_context)
 
 _BOUNDARIES = {"fixed": IterBoundary.FIXED, "dirichlet": IterBoundary.FIXED, "periodic": IterBoundary.PERIODIC}
 _TILINGS = {"auto": IterTiling.AUTO, "step": IterTiling.STEP, "overlap": IterTiling.OVERLAP,
@@ -81,7 +81,7 @@ def _name(table, value):
     return next(k for k, v in table.items() if v == value)
 
 
-class IteratedStencil:
+class IteratedStencil(_Closable):
     """An iterated-stencil descriptor (ps_iter).
 
     IteratedStencil(shape, steps, boundary="fixed"): a grid of 1 to 3
@@ -124,10 +124,7 @@ class IteratedStencil:
         self._lock = threading.RLock()
         return self
 
-    def _handle(self):
-        if not self._owner:
-            raise _arg_error("the descriptor is closed")
-        return self._owner.ptr
+    _what = "descriptor"
 
     @property
     def handle(self):
@@ -215,13 +212,6 @@ class IteratedStencil:
         """An :class:`IteratedPlan` (see there for the options)."""
         return IteratedPlan(ctx if ctx is not None else default_context(), self, **options)
 
-    @property
-    def closed(self):
-        return not self._owner
-
-    def close(self):
-        self._owner.finalizer()
-
     def __repr__(self):
         if not self._owner:
             return "<polysci.IteratedStencil closed>"
@@ -234,7 +224,7 @@ def _destroy_iter_plan(ptr, ctx_owner):
     lib.ps_iter_plan_destroy(ptr)
 
 
-class IteratedPlan:
+class IteratedPlan(_Closable, _ThreadWorkspace):
     """A plan of an :class:`IteratedStencil` (ps_iter_plan): created once,
     executed many times.
 
@@ -292,19 +282,12 @@ class IteratedPlan:
         self.workspace_size = ws.value
         self._tls = threading.local()
 
-    def _handle(self):
-        if not self._owner:
-            raise _arg_error("the plan is closed")
-        return self._owner.ptr
+    _what = "plan"
 
     @property
     def handle(self):
         """The ps_iter_plan* as an int."""
         return self._handle()
-
-    @property
-    def closed(self):
-        return not self._owner
 
     def describe(self):
         """ps_iter_plan_describe: the dependences isl found, the conditions
@@ -325,14 +308,6 @@ class IteratedPlan:
                              s.points_computed, s.points_needed, s.redundant_fraction, s.scratch_bytes,
                              s.workspace_bytes, s.model_ms, s.plan_ms)
 
-    def _workspace(self):
-        if not self.workspace_size:
-            return None
-        ws = getattr(self._tls, "ws", None)
-        if ws is None:
-            ws = self._tls.ws = _aligned_empty(self.workspace_size)
-        return ws.ctypes.data
-
     def execute(self, *arrays):
         """Runs the plan in place (see the class); returns the arrays (the
         array when there is one)."""
@@ -350,16 +325,6 @@ class IteratedPlan:
         return arrays[0] if len(arrays) == 1 else arrays
 
     __call__ = execute
-
-    def close(self):
-        """Destroys the plan now (else when unreferenced)."""
-        self._owner.finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         if not self._owner:
