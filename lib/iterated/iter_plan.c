@@ -363,31 +363,28 @@ ps_status ps_iter_plan_describe(const ps_iter_plan *pl, char *buf, size_t len, s
     if (pl->strip > 0) out(buf, len, &off, ", rows in strips of up to %lld columns", (long long)pl->strip);
     double red = pl->needed > 0 ? pl->computed / pl->needed - 1 : 0;
     out(buf, len, &off, "\n  %.0f point updates for %.0f needed: redundant %.2f%%; ", pl->computed, pl->needed, 100 * red);
-    if (pl->tiling == PS_ITER_TILING_SPLIT && pl->split_pipe >= 0) {
-        const ps_it_dim *D = &pl->dim[pl->split_pipe];
-        out(buf, len, &off,
-            "pipelined along i%d: each thread a block of its %lld tiles, the inverted components between two of them "
-            "after the second, then (after a barrier) the %lld on the blocks' edges; components",
-            pl->split_pipe, (long long)D->ntiles, (long long)(ps_it_n_inverted(D) - (D->ntiles - pl->nthreads)));
-        for (int p = 0; p < pl->n_phases; p++)
-            for (int q = 0; q < pl->phase[p].n_masks; q++) {
-                out(buf, len, &off, " ");
-                for (int d = 0; d < pl->nd; d++)
-                    out(buf, len, &off, "%c", pl->dim[d].kind != PS_ITD_SPLIT ? '-' : (pl->phase[p].mask[q] >> d) & 1 ? 'I' : 'U');
-                out(buf, len, &off, " x%lld", (long long)pl->phase[p].count[q]);
-            }
-        out(buf, len, &off, " (U upright, I inverted, - untiled)\n");
-    } else if (pl->tiling == PS_ITER_TILING_SPLIT) {
-        out(buf, len, &off, "%d phase%s per band:", pl->n_phases, pl->n_phases == 1 ? "" : "s");
+    if (pl->tiling == PS_ITER_TILING_SPLIT) {
+        /* the components, by phase: bracketed per phase where the phases
+         * are the order, one list where the order is pipelined */
+        const int pipe = pl->split_pipe >= 0;
+        if (pipe) {
+            const ps_it_dim *D = &pl->dim[pl->split_pipe];
+            out(buf, len, &off,
+                "pipelined along i%d: each thread a block of its %lld tiles, the inverted components between two of them "
+                "after the second, then (after a barrier) the %lld on the blocks' edges; components",
+                pl->split_pipe, (long long)D->ntiles, (long long)(ps_it_n_inverted(D) - (D->ntiles - pl->nthreads)));
+        } else {
+            out(buf, len, &off, "%d phase%s per band:", pl->n_phases, pl->n_phases == 1 ? "" : "s");
+        }
         for (int p = 0; p < pl->n_phases; p++) {
-            out(buf, len, &off, " [");
+            if (!pipe) out(buf, len, &off, " [");
             for (int q = 0; q < pl->phase[p].n_masks; q++) {
-                out(buf, len, &off, "%s", q ? " " : "");
+                out(buf, len, &off, "%s", q || pipe ? " " : "");
                 for (int d = 0; d < pl->nd; d++)
                     out(buf, len, &off, "%c", pl->dim[d].kind != PS_ITD_SPLIT ? '-' : (pl->phase[p].mask[q] >> d) & 1 ? 'I' : 'U');
                 out(buf, len, &off, " x%lld", (long long)pl->phase[p].count[q]);
             }
-            out(buf, len, &off, "]");
+            if (!pipe) out(buf, len, &off, "]");
         }
         out(buf, len, &off, " (U upright, I inverted, - untiled)\n");
     } else {

@@ -97,14 +97,7 @@ class IteratedStencil(_Closable):
     """
 
     def __init__(self, shape, steps, boundary="fixed"):
-        _need()
-        dims = _extents(shape)
-        n = (ctypes.c_int64 * PS_ITER_MAX_DIMS)(*(dims + [1] * (PS_ITER_MAX_DIMS - len(dims))))
-        h = ctypes.c_void_p()
-        _check(lib.ps_iter_create(len(dims), n, _enum("boundary", boundary, _BOUNDARIES, IterBoundary),
-                                  _int("steps", steps), ctypes.byref(h)))
-        self._owner = _Owner(h.value, lib.ps_iter_destroy)
-        self._lock = threading.RLock()
+        self._create(lib.ps_iter_create, shape, steps, boundary)
 
     @classmethod
     def example(cls, which, shape, steps, boundary="fixed"):
@@ -112,17 +105,22 @@ class IteratedStencil(_Closable):
         "u": "heat1d" (3 taps), "heat2d" (5), "heat3d" (7), "jacobi2d" (9),
         with the coefficients of PolyBench / Pluto and of bench/stencil's
         Halide versions."""
-        _need()
         kind = _enum("example", which, _EXAMPLES, IterExample)
+        self = cls.__new__(cls)
+        self._create(lambda ndim, n, bnd, t, h: lib.ps_iter_create_example(kind, n, bnd, t, h), shape, steps, boundary)
+        return self
+
+    def _create(self, create, shape, steps, boundary):
+        """Checks the arguments, calls create(ndim, extents, boundary, steps,
+        &handle) and takes the descriptor it gives."""
+        _need()
         dims = _extents(shape)
         n = (ctypes.c_int64 * PS_ITER_MAX_DIMS)(*(dims + [1] * (PS_ITER_MAX_DIMS - len(dims))))
         h = ctypes.c_void_p()
-        _check(lib.ps_iter_create_example(kind, n, _enum("boundary", boundary, _BOUNDARIES, IterBoundary),
-                                          _int("steps", steps), ctypes.byref(h)))
-        self = cls.__new__(cls)
+        _check(create(len(dims), n, _enum("boundary", boundary, _BOUNDARIES, IterBoundary), _int("steps", steps),
+                      ctypes.byref(h)))
         self._owner = _Owner(h.value, lib.ps_iter_destroy)
         self._lock = threading.RLock()
-        return self
 
     _what = "descriptor"
 
