@@ -27,7 +27,8 @@
 #define CSV_HEADER                                                                                      \
     "name,N,threads,polysci_ms,onednn_ms,ratio,polysci_gflops,onednn_gflops,plan_ms,plan_warm_ms,"      \
     "default_ms,best_ms,worst_ms,chosen_rank,n_variants,polysci_min_ms,onednn_min_ms,onednn_create_ms,"  \
-    "onednn_nhwc_ms,ratio_nhwc,onednn_nhwc_min_ms,onednn_nhwc_create_ms,onednn_impl,max_rel_err,ok,schedule"
+    "onednn_nhwc_ms,ratio_nhwc,onednn_nhwc_min_ms,onednn_nhwc_create_ms,onednn_impl,max_rel_err,ok,schedule,"   \
+    "chosen_series_ms"
 #define DIST_HEADER                                                                                    \
     "name,N,threads,rank_by_cost,schedule,ms,gflops,cost,ws_l1,ws_l2,ws_l3,ws_mem,kernel_m,kernel_n,kernel_k," \
     "kernel_batch,par_iters,par_eff,red_steps"
@@ -65,6 +66,10 @@ typedef struct bench_row {
     int threads;
     double flops, err;
     double ps_ms, dn_ms, plan_ms, plan_warm_ms, default_ms, best_ms, worst_ms;
+    /* the chosen schedule's time in the series best_ms and worst_ms come
+     * from (--exhaustive: the variants' loops; --candidates: the alternating
+     * trials, = ps_ms), NaN where it is no ranked variant */
+    double chosen_series_ms;
     double ps_min_ms, dn_min_ms, dn_create_ms;            /* fastest trial; oneDNN's primitive creation */
     double dn_nhwc_ms, dn_nhwc_min_ms, dn_nhwc_create_ms; /* --onednn-mode both: the plain-NHWC primitive */
     char dn_impl[64];       /* oneDNN's implementation name (conv) */
@@ -443,6 +448,7 @@ static int time_variants(ps_context *ctx, const bench_opts *bo, const ps_desc *d
     if (n_timed > 0) {
         /* The chosen schedule's time from the same series when it is a ranked
          * variant (the cost ranker's choice is), else the alternating-trials time. */
+        row->chosen_series_ms = chosen_ms;
         if (isnan(chosen_ms)) chosen_ms = row->ps_ms;
         int faster = 0;
         for (int i = 0; i < n; i++)
@@ -554,6 +560,7 @@ static int candidate_results(ps_context *ctx, const bench_opts *bo, const ps_des
     row->worst_ms = worst;
     row->chosen_rank = faster + 1;
     row->n_variants = counted;
+    row->chosen_series_ms = row->ps_ms;
     return CLI_OK;
 }
 
@@ -570,7 +577,7 @@ static int bench_layer(ps_context *ctx, const bench_opts *bo, const cli_layer *l
     row->flops = ps_desc_flops(desc);
     row->err = NAN;
     row->ps_ms = row->dn_ms = row->plan_ms = row->plan_warm_ms = row->default_ms = NAN;
-    row->best_ms = row->worst_ms = NAN;
+    row->best_ms = row->worst_ms = row->chosen_series_ms = NAN;
     row->ps_min_ms = row->dn_min_ms = row->dn_create_ms = NAN;
     row->dn_nhwc_ms = row->dn_nhwc_min_ms = row->dn_nhwc_create_ms = NAN;
     snprintf(row->schedule, sizeof row->schedule, "-");
@@ -870,6 +877,7 @@ static void csv_row(FILE *f, const bench_row *r)
     csv_num(f, r->err, "%.3e");
     fprintf(f, ",%d", r->ok);
     csv_str(f, r->schedule);
+    csv_num(f, r->chosen_series_ms, "%.4f");
     fputc('\n', f);
     fflush(f);
 }
