@@ -28,7 +28,7 @@
     "name,N,threads,polysci_ms,onednn_ms,ratio,polysci_gflops,onednn_gflops,plan_ms,plan_warm_ms,"      \
     "default_ms,best_ms,worst_ms,chosen_rank,n_variants,polysci_min_ms,onednn_min_ms,onednn_create_ms,"  \
     "onednn_nhwc_ms,ratio_nhwc,onednn_nhwc_min_ms,onednn_nhwc_create_ms,onednn_impl,max_rel_err,ok,schedule,"   \
-    "chosen_series_ms"
+    "chosen_series_ms,final_chosen_ms,final_best_ms"
 #define DIST_HEADER                                                                                    \
     "name,N,threads,rank_by_cost,schedule,ms,gflops,cost,ws_l1,ws_l2,ws_l3,ws_mem,kernel_m,kernel_n,kernel_k," \
     "kernel_batch,par_iters,par_eff,red_steps"
@@ -70,6 +70,9 @@ typedef struct bench_row {
      * from (--exhaustive: the variants' loops; --candidates: the alternating
      * trials, = ps_ms), NaN where it is no ranked variant */
     double chosen_series_ms;
+    /* --exhaustive: the chosen schedule and the fastest variants timed
+     * again, in alternating trials among themselves (time_finals) */
+    double final_chosen_ms, final_best_ms;
     double ps_min_ms, dn_min_ms, dn_create_ms;            /* fastest trial; oneDNN's primitive creation */
     double dn_nhwc_ms, dn_nhwc_min_ms, dn_nhwc_create_ms; /* --onednn-mode both: the plain-NHWC primitive */
     char dn_impl[64];       /* oneDNN's implementation name (conv) */
@@ -389,8 +392,69 @@ static int ranked_variants(ps_context *ctx, const ps_desc *desc, const char *lay
     return st == PS_SUCCESS ? CLI_OK : layer_status(layer, "ps_cost_query", st);
 }
 
+/* The fastest of hundreds of noisy timings is biased low: the variant with
+ * the luckiest samples wins. So the chosen schedule is judged again against
+ * the PS_BENCH_FINALISTS fastest variants of the series, all timed anew in
+ * alternating trials among themselves (the chosen one included when it is
+ * one of them): final_chosen_ms and final_best_ms (the fastest median). */
+#define PS_BENCH_FINALISTS 5
+
+static int time_finals(ps_context *ctx, const bench_opts *bo, const ps_desc *desc, const operands *o,
+                       ps_cost_report *rep, const double *ms, int n, int chosen_idx, bench_row *row)
+{
+    int pick[PS_BENCH_FINALISTS], np = 0;
+    for (int k = 0; k < PS_BENCH_FINALISTS; k++) {
+        int best = -1;
+        for (int i = 0; i < n; i++) {
+            int taken = i == chosen_idx || isnan(ms[i]);
+            for (int j = 0; j < np && !taken; j++) taken = pick[j] == i;
+            if (!taken && (best < 0 || ms[i] < ms[best])) best = i;
+        }
+        if (best < 0) break;
+        pick[np++] = best;
+    }
+    runner r[PS_BENCH_FINALISTS + 1];
+    timed t[PS_BENCH_FINALISTS + 1];
+    double *samples = malloc((size_t)(np + 1) * (size_t)bo->variant_reps * sizeof *samples);
+    int nr = 0, rc = samples ? CLI_OK : layer_oom(row->name);
+    for (int k = -1; k < np && rc == CLI_OK; k++) {
+        /* k = -1: the chosen schedule, which need not be a ranked variant */
+        ps_variant_cost v;
+        const char *text = row->schedule;
+        if (k >= 0) {
+            ps_status st = ps_cost_report_get(rep, pick[k], &v);
+            if (st != PS_SUCCESS) {
+                rc = layer_status(row->name, "ps_cost_report_get", st);
+                break;
+            }
+            text = v.schedule;
+        }
+        ps_schedule *sched = NULL;
+        ps_status st = ps_schedule_parse(desc->kind, text, &sched);
+        if (st != PS_SUCCESS) {
+            rc = layer_status(row->name, "ps_schedule_parse (finalist)", st);
+            break;
+        }
+        rc = runner_for_schedule(&r[nr], ctx, desc, sched, o, row->name);
+        ps_schedule_destroy(sched);
+        if (rc != CLI_OK) break;
+        t[nr] = (timed){run_polysci, &r[nr], 0, 0, samples + (size_t)nr * (size_t)bo->variant_reps};
+        nr++;
+    }
+    if (rc == CLI_OK && time_alternating(t, nr, bo->variant_reps, bo->threads, bo->min_trial_ms, bo->warmup_ms))
+        rc = CLI_FAIL;
+    if (rc == CLI_OK) {
+        row->final_chosen_ms = cli_median(t[0].samples, bo->variant_reps);
+        row->final_best_ms = row->final_chosen_ms;
+        for (int k = 1; k < nr; k++) row->final_best_ms = fmin(row->final_best_ms, cli_median(t[k].samples, bo->variant_reps));
+    }
+    for (int k = 0; k < nr; k++) runner_release(&r[k]);
+    free(samples);
+    return rc;
+}
+
 /* Times every ranked variant; fills best/worst/chosen_rank/n_variants and
- * writes the --dist rows. */
+ * writes the --dist rows; then the finals (time_finals). */
 static int time_variants(ps_context *ctx, const bench_opts *bo, const ps_desc *desc, const operands *o,
                          bench_row *row, int layer_no, int n_layers)
 {
@@ -457,6 +521,9 @@ static int time_variants(ps_context *ctx, const bench_opts *bo, const ps_desc *d
         row->worst_ms = worst;
         row->chosen_rank = faster + 1;
         row->n_variants = n_timed;
+        progress(bo, "[%d/%d] %s: the chosen schedule and the fastest variants again", layer_no, n_layers, row->name);
+        if (time_finals(ctx, bo, desc, o, rep, ms, n, chosen_idx, row) != CLI_OK) rc = CLI_FAIL;
+        progress_done(bo);
     }
 done:
     free(ms);
@@ -577,7 +644,7 @@ static int bench_layer(ps_context *ctx, const bench_opts *bo, const cli_layer *l
     row->flops = ps_desc_flops(desc);
     row->err = NAN;
     row->ps_ms = row->dn_ms = row->plan_ms = row->plan_warm_ms = row->default_ms = NAN;
-    row->best_ms = row->worst_ms = row->chosen_series_ms = NAN;
+    row->best_ms = row->worst_ms = row->chosen_series_ms = row->final_chosen_ms = row->final_best_ms = NAN;
     row->ps_min_ms = row->dn_min_ms = row->dn_create_ms = NAN;
     row->dn_nhwc_ms = row->dn_nhwc_min_ms = row->dn_nhwc_create_ms = NAN;
     snprintf(row->schedule, sizeof row->schedule, "-");
@@ -878,6 +945,8 @@ static void csv_row(FILE *f, const bench_row *r)
     fprintf(f, ",%d", r->ok);
     csv_str(f, r->schedule);
     csv_num(f, r->chosen_series_ms, "%.4f");
+    csv_num(f, r->final_chosen_ms, "%.4f");
+    csv_num(f, r->final_best_ms, "%.4f");
     fputc('\n', f);
     fflush(f);
 }
@@ -1158,7 +1227,8 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         CLI_RANKER_OPT(pa),
         CLI_TOP_K_OPT(pa),
         {"exhaustive", CLI_OPT_FLAG, &exhaustive, 0, 0,
-         "also time every ranked variant (best_ms, worst_ms, chosen_rank)", 0},
+         "also time every ranked variant (best_ms, worst_ms, chosen_rank), then the chosen schedule and the fastest "
+         "variants again in alternating trials (final_chosen_ms, final_best_ms)", 0},
         {"candidates", CLI_OPT_STRING, &cands_arg, 0, 0,
          "FILE  CSV with columns name,schedule: per layer, also time these schedules in the alternating "
          "trials (best_ms, worst_ms, chosen_rank among them)", 0},
@@ -1421,6 +1491,11 @@ static int bench_op(ps_op_kind kind, int argc, char **argv)
         printf("geomean best_ms/polysci_ms (fraction of the fastest variant's speed) over %d layer%s: %.3f; "
                "the chosen schedule was the fastest in %d\n", c3, c3 == 1 ? "" : "s", g_best, first);
     }
+    int c5 = 0;
+    double g_final = geomean(rows, n_sel, offsetof(bench_row, final_best_ms), offsetof(bench_row, final_chosen_ms), &c5);
+    if (c5)
+        printf("geomean final_best_ms/final_chosen_ms (the choice against the %d fastest variants, timed again beside "
+               "it) over %d layer%s: %.3f\n", PS_BENCH_FINALISTS, c5, c5 == 1 ? "" : "s", g_final);
     if (markdown && !check_only) markdown_table(&bo, rows, n_sel);
     if (n_fail) fprintf(stderr, "polysci %s: %d of %d layers FAILED (see above)\n", cmd, n_fail, n_sel);
     close_out(csv_f);
