@@ -291,7 +291,10 @@ static int emit_prog(FILE *f, const ps_vprog *prog, int index, int fma)
 
 int ps_codegen_covers_taps(const ps_tprog *tp)
 {
-    if (!tp || !ps_codegen_covers(tp->prog) || tp->n_terms > PS_POINTWISE_MAX_INPUTS || tp->n_rows < 1) return 0;
+    if (!tp || tp->n_terms > PS_POINTWISE_MAX_INPUTS || tp->n_rows < 1) return 0;
+    if (tp->n_out ? tp->n_out != tp->n_terms || tp->n_out * (tp->rows_per_call > 1 ? tp->rows_per_call : 1) > PS_TAPM_MAX_OUT
+                  : !ps_codegen_covers(tp->prog))
+        return 0;
     for (int j = 0; j < tp->n_terms; j++) {
         const ps_tap_term *T = &tp->term[j];
         if (T->inl && (!ps_codegen_covers(T->inl) || prog_inputs(T->inl) > PS_POINTWISE_MAX_INPUTS)) return 0;
@@ -302,7 +305,8 @@ int ps_codegen_covers_taps(const ps_tprog *tp)
 /* The loop body of tap program tp for output row b's element (`out`), its
  * locals suffixed `sfx` so the bodies of several rows share one scope: each term's value in a local (a
  * row's element, or the sum over its taps with the inlined producer's
- * operations written once per tap), then the reader's operations on them.
+ * operations written once per tap), then the reader's operations on them
+ * (sibling sums: each term stored to its output o<b * n_terms + j>).
  * The sum runs as the row kernels' (kernels/rows_isa.c sum): from the
  * bias, one multiply-add per tap in tap order, contracted where the table
  * contracts; the clamp as its clamp: max first, then min. */
@@ -360,6 +364,10 @@ static int emit_tap_body(FILE *f, const ps_tprog *tp, int fma, const char *out, 
         }
         fprintf(f, "        const float x%d%s = a%d%s;\n", j, sfx, j, sfx);
     }
+    if (tp->n_out) {
+        for (int j = 0; j < tp->n_terms; j++) fprintf(f, "        o%d[i] = x%d%s;\n", b * tp->n_terms + j, j, sfx);
+        return 1;
+    }
     char reg[24];
     snprintf(reg, sizeof reg, "r%s_", sfx);
     const names nm = {reg, "r", tp->prog, x, out};
@@ -374,7 +382,10 @@ static int emit_tprog(FILE *f, const ps_tprog *tp, int index, int fma)
 {
     const int R = tp->rows_per_call > 1 ? tp->rows_per_call : 1;
     if (R > 2) return 0;
-    if (R == 2) {
+    if (tp->n_out) {
+        fprintf(f, "void ps_ts_%d(float *restrict o0, float *restrict o1, float *restrict o2, float *restrict o3, "
+                   "const float *const *rows, const float *const *wv, const float *bv, int64_t n)\n{\n", index);
+    } else if (R == 2) {
         fprintf(f, "void ps_tq_%d(float *restrict out0, float *restrict out1, const float *const *rows, "
                    "const float *const *wv, const float *bv, int64_t n)\n{\n", index);
     } else {
@@ -382,7 +393,7 @@ static int emit_tprog(FILE *f, const ps_tprog *tp, int index, int fma)
                    "int64_t n)\n{\n", index);
     }
     for (int r = 0; r < tp->n_rows; r++) fprintf(f, "    const float *restrict q%d = rows[%d];\n", r, r);
-    emit_consts(f, tp->prog, "r");
+    if (tp->prog) emit_consts(f, tp->prog, "r");
     for (int j = 0; j < tp->n_terms; j++) {
         const ps_tap_term *T = &tp->term[j];
         if (T->n_taps == 0) continue;
@@ -621,10 +632,13 @@ ps_status ps_codegen_compile(const ps_context *ctx, const char *isa, ps_vprog *c
         if (unit_of[i] < 0 || !units[unit_of[i]].lib) continue;
         char name[32];
         const int multi = i >= n_progs && taps[i - n_progs]->rows_per_call > 1;
-        snprintf(name, sizeof name, i < n_progs ? "ps_vp_%d" : multi ? "ps_tq_%d" : "ps_tp_%d", i < n_progs ? i : i - n_progs);
+        const int sibs = i >= n_progs && taps[i - n_progs]->n_out > 0;
+        snprintf(name, sizeof name, i < n_progs ? "ps_vp_%d" : sibs ? "ps_ts_%d" : multi ? "ps_tq_%d" : "ps_tp_%d",
+                 i < n_progs ? i : i - n_progs);
         void *sym = dlsym(units[unit_of[i]].lib, name);
         /* object to function pointer: POSIX dlsym */
         if (i < n_progs) memcpy(&progs[i]->fn, &sym, sizeof progs[i]->fn);
+        else if (sibs) memcpy(&taps[i - n_progs]->fns, &sym, sizeof taps[i - n_progs]->fns);
         else if (multi) memcpy(&taps[i - n_progs]->fnn, &sym, sizeof taps[i - n_progs]->fnn);
         else memcpy(&taps[i - n_progs]->fn, &sym, sizeof taps[i - n_progs]->fn);
         *n_compiled += sym != NULL;

@@ -41,6 +41,14 @@ typedef void (*ps_tap_fn)(float *restrict out, const float *const *rows, const f
 typedef void (*ps_tapn_fn)(float *restrict out0, float *restrict out1, const float *const *rows, const float *const *w,
                            const float *bias, int64_t n);
 
+/* Sibling sums (n_out > 0): stencil sums of one input computed in one
+ * loop, so the input elements their taps share are loaded once; term j of
+ * output row b is stored to out[b * n_terms + j] (at most four outputs,
+ * the unused NULL); no reader expression. */
+typedef void (*ps_tapm_fn)(float *restrict out0, float *restrict out1, float *restrict out2, float *restrict out3,
+                           const float *const *rows, const float *const *w, const float *bias, int64_t n);
+#define PS_TAPM_MAX_OUT 4
+
 typedef struct ps_tap_term {
     int n_taps;            /* 0: row tap_row[0] at offset tap_off[0]; else bias + sum of w[t] * tap t */
     const float *w;        /* n_taps weights written as constants, NULL: the call's w[term] */
@@ -56,8 +64,10 @@ typedef struct ps_tap_term {
 typedef struct ps_tprog {
     ps_tap_fn fn;          /* set by ps_codegen_compile, or NULL */
     ps_tapn_fn fnn;        /* the same for rows_per_call 2 */
+    ps_tapm_fn fns;        /* sibling sums (n_out > 0), any rows_per_call */
     int rows_per_call;     /* output rows per call: 1 (fn) or 2 (fnn) */
-    const ps_vprog *prog;  /* the reader's expression: input j is term j */
+    int n_out;             /* 0: a reader's program; > 0: sibling sums, n_out == n_terms */
+    const ps_vprog *prog;  /* the reader's expression: input j is term j (NULL for sibling sums) */
     int n_terms, n_rows;
     ps_tap_term *term;
 } ps_tprog;

@@ -1134,6 +1134,119 @@ static void compute_taps(const ps_graph_plan *pl, const ps_gx_group *g, const ps
     }
 }
 
+/* Where member m writes in a tile whose boxes are given: its destination
+ * in memory when it is written in place, else its ring. */
+static view member_out(const ps_graph_plan *pl, const ps_gx_member *m, const ps_box *box, int64_t n,
+                       const float *const *inputs, float *const *outputs, float *ws, thread_bufs *tb)
+{
+    if (!m->direct) return scratch_view(pl, m, box, tb->area);
+    view out = memory_view(pl, m->stage, n, inputs, outputs, ws, pl->pipe.st[m->stage].output_index >= 0, tb->zeros);
+    out.stream = m->stream ? pl->k : NULL;
+    return out;
+}
+
+/* A live-out computed in its ring copies the part of block blk that is
+ * its own share of tile (ti, tj) to the workspace and the graph output. */
+static void store_live_out(const ps_graph_plan *pl, const ps_gx_member *m, int64_t ti, int64_t tj, const ps_box *blk,
+                           const view *out, int64_t n, const float *const *inputs, float *const *outputs, float *ws,
+                           thread_bufs *tb)
+{
+    if (!m->live_out || m->direct) return;
+    const ps_pstage *S = &pl->pipe.st[m->stage];
+    ps_box own = ps_member_own(m, ti, tj);
+    own = ps_box_intersect(&own, blk);
+    if (pl->xs[m->stage].ws_off != SIZE_MAX) {
+        ps_box r = ps_box_intersect(&own, &S->need);
+        view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 0, tb->zeros);
+        if (!ps_box_empty(&r)) copy_out(S, out, &to, &r);
+    }
+    if (S->output_index >= 0) {
+        ps_box r = ps_box_intersect(&own, &S->out_region);
+        view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 1, tb->zeros);
+        if (!ps_box_empty(&r)) copy_out(S, out, &to, &r);
+    }
+}
+
+/* A lead of sibling sums (graph_exec.h) and its siblings over block B
+ * (the same block of each): rows and columns whose taps all read inside
+ * the input's domain through the compiled loop, two rows per call where it
+ * has that form, the input rows read in place (an input in memory: the
+ * rows the next call reads first requested ahead); the rest (edge columns,
+ * rows at the domain's edge) each sibling by the stencil row kernel. The
+ * loop sums as the row kernel does, so the values are the same bit for bit. */
+static void compute_sibs(const ps_graph_plan *pl, const ps_gx_group *g, int k, const ps_box *B, const ps_box *boxes,
+                         const view *in, int64_t ti, int64_t tj, int64_t img, const float *const *inputs,
+                         float *const *outputs, float *ws, thread_bufs *tb)
+{
+    const ps_gx_member *m = &g->mem[k];
+    const ps_pstage *S = &pl->pipe.st[m->stage];
+    const ps_gx_stage *X = &pl->xs[m->stage];
+    const int n = 1 + m->n_sib;
+    int st[PS_TAPM_MAX_OUT], mem[PS_TAPM_MAX_OUT], direct = in[0].ps == 1;
+    view out[PS_TAPM_MAX_OUT];
+    for (int j = 0; j < n; j++) {
+        mem[j] = j ? m->sib[j - 1] : k;
+        st[j] = g->mem[mem[j]].stage;
+        out[j] = member_out(pl, &g->mem[mem[j]], &boxes[mem[j]], img, inputs, outputs, ws, tb);
+        /* each row written where it stays (no temporary row to scatter) */
+        direct &= out[j].ps == 1 && !out[j].stream;
+    }
+    if (!direct) {
+        for (int j = 0; j < n; j++) {
+            compute_stage(pl, st[j], B, in, &out[j], tb);
+            store_live_out(pl, &g->mem[mem[j]], ti, tj, B, &out[j], img, inputs, outputs, ws, tb);
+        }
+        return;
+    }
+    const ps_box *d = &in[0].dom;
+    const int64_t x1 = B->x0 + B->w, y1 = B->y0 + B->h, sy = S->sy;
+    int64_t ix0 = d->x0 - X->dx_min, ix1 = d->x0 + d->w - X->dx_max;
+    if (ix0 < B->x0) ix0 = B->x0;
+    if (ix1 > x1) ix1 = x1;
+    if (ix1 <= ix0) ix0 = ix1 = x1;
+    /* rows y whose taps' rows sy * y + dy0 .. sy * y + dy1 are inside */
+    const int64_t ya = ceil_div(d->y0 - m->sib_dy0, sy), yb = ps_floor_div(d->y0 + d->h - 1 - m->sib_dy1, sy);
+    const float *wv[PS_TAPM_MAX_OUT], *rows[PS_TAP_ROWS_MAX];
+    float bias[PS_TAPM_MAX_OUT];
+    for (int64_t c = 0; c < S->c; c++) {
+        for (int j = 0; j < n; j++) {
+            const ps_pstage *Sj = &pl->pipe.st[st[j]];
+            wv[j] = Sj->w + (Sj->per_channel ? c * Sj->n_taps : 0);
+            bias[j] = Sj->bias ? Sj->bias[c] : 0.0f;
+        }
+        for (int64_t y = B->y0; y < y1;) {
+            const int inside = y >= ya && y <= yb && ix0 < ix1;
+            const int R = inside && m->stap2 && y + 1 < y1 && y + 1 <= yb ? 2 : 1;
+            float *dst[PS_TAPM_MAX_OUT][2];
+            for (int j = 0; j < n; j++)
+                for (int b = 0; b < R; b++) dst[j][b] = dst_row(&out[j], c, y + b, B->x0, tb->temp);
+            const int64_t part[2][2] = {{B->x0, inside ? ix0 : x1}, {inside ? ix1 : x1, x1}};
+            for (int pi = 0; pi < 2; pi++) {
+                if (part[pi][1] <= part[pi][0]) continue;
+                for (int j = 0; j < n; j++)
+                    for (int b = 0; b < R; b++)
+                        stage_row(pl, st[j], c, y + b, part[pi][0], part[pi][1] - part[pi][0], in,
+                                  dst[j][b] + (part[pi][0] - B->x0), tb);
+            }
+            if (inside) {
+                const ps_tprog *T = R == 2 ? m->stap2 : m->stap;
+                const int64_t len = ix1 - ix0, span = X->dx_max - X->dx_min;
+                /* an input in memory: the rows the next call reads first (stage_row's requests) */
+                prefetch_rows(&in[0], c, sy * y + m->sib_dy1 + 1, sy * (y + R) + m->sib_dy1 + 1, ix0 + X->dx_min, len + span);
+                for (int r = 0; r < T->n_rows; r++)
+                    rows[r] = fetch(&in[0], c, sy * y + m->sib_dy0 + r, ix0 + X->dx_min, len + span, S->boundary, NULL,
+                                    tb->zeros);
+                float *o[PS_TAPM_MAX_OUT] = {0};
+                for (int b = 0; b < R; b++)
+                    for (int j = 0; j < n; j++) o[b * n + j] = dst[j][b] + (ix0 - B->x0);
+                T->fns(o[0], o[1], o[2], o[3], rows, wv, bias, len);
+            }
+            y += R;
+        }
+    }
+    for (int j = 0; j < n; j++) store_live_out(pl, &g->mem[mem[j]], ti, tj, B, &out[j], img, inputs, outputs, ws, tb);
+}
+
 /* One tile: its kind's program of steps (graph_exec.h), each a block of
  * one member's rows and columns computed into its ring of rows (or straight
  * into memory); live-outs copy their own part out as it is completed. No
@@ -1161,32 +1274,16 @@ static void run_tile(const ps_graph_plan *pl, const ps_gx_group *g, int64_t n, i
             in[j] = mk >= 0 ? scratch_view(pl, &g->mem[mk], &boxes[mk], tb->area)
                             : memory_view(pl, S->in[j], n, inputs, outputs, ws, 0, tb->zeros);
         }
-        view out;
-        int to_output = S->output_index >= 0, to_ws = pl->xs[m->stage].ws_off != SIZE_MAX;
-        if (m->direct) {
-            out = memory_view(pl, m->stage, n, inputs, outputs, ws, to_output, tb->zeros);
-            out.stream = m->stream ? pl->k : NULL;
-        } else {
-            out = scratch_view(pl, m, B, tb->area);
-        }
         ps_box blk = {B->y0 + step->y0, B->x0 + step->x0, step->h, step->w};
+        if (m->stap) {
+            compute_sibs(pl, g, k, &blk, boxes, in, ti, tj, n, inputs, outputs, ws, tb);
+            continue;
+        }
+        view out = member_out(pl, m, B, n, inputs, outputs, ws, tb);
         if (m->tap) compute_taps(pl, g, m, &blk, boxes, &out, n, inputs, outputs, ws, tb);
         else if (m->n_fused) compute_fused(pl, g, m, &blk, boxes, in, &out, n, inputs, outputs, ws, tb);
         else compute_stage(pl, m->stage, &blk, in, &out, tb);
-        if (m->live_out && !m->direct) {
-            ps_box own = ps_member_own(m, ti, tj);
-            own = ps_box_intersect(&own, &blk);
-            if (to_ws) {
-                ps_box r = ps_box_intersect(&own, &S->need);
-                view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 0, tb->zeros);
-                if (!ps_box_empty(&r)) copy_out(S, &out, &to, &r);
-            }
-            if (to_output) {
-                ps_box r = ps_box_intersect(&own, &S->out_region);
-                view to = memory_view(pl, m->stage, n, inputs, outputs, ws, 1, tb->zeros);
-                if (!ps_box_empty(&r)) copy_out(S, &out, &to, &r);
-            }
-        }
+        store_live_out(pl, m, ti, tj, &blk, &out, n, inputs, outputs, ws, tb);
     }
 }
 

@@ -56,6 +56,16 @@ typedef struct ps_gx_member {
     ps_tprog *tap2;        /* its form for several rows per call, NULL: none */
     struct ps_gx_taprow *rows2; /* tap2->n_rows */
     int tap2_span;
+    /* Sibling sums (graph_taps.c): stencils of unit column stride reading
+     * one tensor, whose steps coincide and follow each other, run as
+     * one compiled loop at the first one's steps (the lead), so the input
+     * elements their taps share are loaded once (Harris's Ix and Iy: 8
+     * loads a point instead of 12, 12 for two rows). */
+    int sib_lead;          /* the member computing this one with its own, -1: none */
+    int n_sib;             /* the lead: members computed with it, sib[0 .. n_sib - 1] */
+    int sib[PS_TAPM_MAX_OUT - 1];
+    int sib_dy0, sib_dy1;  /* the lead: rows sy * y + dy0 .. sy * y + dy1 hold every sibling's taps */
+    ps_tprog *stap, *stap2;/* the lead's program of one row per call and of two (NULL: none) */
     size_t scr_off;        /* floats from the thread area's start */
     int64_t scr_h, scr_rs; /* rows per channel (a ring: row y at slot (y - region start) mod scr_h)
                               and row stride of its scratch */

@@ -73,7 +73,8 @@ static ps_status compile_programs(ps_graph_plan *pl)
     int n_taps = 0;
     for (int gi = 0; gi < pl->n_groups; gi++)
         for (int k = 0; k < pl->groups[gi].n; k++)
-            n_taps += (pl->groups[gi].mem[k].tap != NULL) + (pl->groups[gi].mem[k].tap2 != NULL);
+            n_taps += (pl->groups[gi].mem[k].tap != NULL) + (pl->groups[gi].mem[k].tap2 != NULL) +
+                      (pl->groups[gi].mem[k].stap != NULL) + (pl->groups[gi].mem[k].stap2 != NULL);
     ps_vprog **progs = malloc(((size_t)p->n + 1) * sizeof *progs);
     ps_tprog **taps = malloc(((size_t)n_taps + 1) * sizeof *taps);
     if (!progs || !taps) {
@@ -86,23 +87,29 @@ static ps_status compile_programs(ps_graph_plan *pl)
         if (p->st[s].kind == PS_NODE_POINTWISE && ps_pstage_computed(&p->st[s])) progs[n++] = &p->st[s].prog;
     n_taps = 0;
     for (int gi = 0; gi < pl->n_groups; gi++)
-        for (int k = 0; k < pl->groups[gi].n; k++)
-            if (pl->groups[gi].mem[k].tap) {
-                taps[n_taps++] = pl->groups[gi].mem[k].tap;
-                if (pl->groups[gi].mem[k].tap2) taps[n_taps++] = pl->groups[gi].mem[k].tap2;
+        for (int k = 0; k < pl->groups[gi].n; k++) {
+            const ps_gx_member *M = &pl->groups[gi].mem[k];
+            if (M->tap) {
+                taps[n_taps++] = M->tap;
+                if (M->tap2) taps[n_taps++] = M->tap2;
             }
+            if (M->stap) {
+                taps[n_taps++] = M->stap;
+                if (M->stap2) taps[n_taps++] = M->stap2;
+            }
+        }
     pl->code_progs = n;
     for (int i = 0; i < n_taps; i++) pl->code_taps += taps[i]->rows_per_call < 2;
     ps_status st = PS_SUCCESS;
     const double t0 = ps_now_ms();
-    if (n == 0) snprintf(pl->code_why, sizeof pl->code_why, "no expression");
+    if (n == 0 && n_taps == 0) snprintf(pl->code_why, sizeof pl->code_why, "no expression");
     else if (pl->opts.flags & PS_GRAPH_NO_CODEGEN) snprintf(pl->code_why, sizeof pl->code_why, "PS_GRAPH_NO_CODEGEN");
     else
         st = ps_codegen_compile(pl->ctx, pl->k->isa, progs, n, taps, n_taps, &pl->code, &pl->code_compiled,
                                 &pl->code_cached, pl->code_why, sizeof pl->code_why);
     pl->code_ms = ps_now_ms() - t0;
     for (int i = 0; i < n_taps; i++) {
-        const int done = taps[i]->fn != NULL || taps[i]->fnn != NULL;
+        const int done = taps[i]->fn != NULL || taps[i]->fnn != NULL || taps[i]->fns != NULL;
         pl->code_taps_compiled += done && taps[i]->rows_per_call < 2;
         pl->code_compiled -= done;
     }
@@ -483,6 +490,7 @@ static ps_status build_group(ps_graph_plan *pl, ps_fusion_state *fs, const int *
     }
     if (!st) st = ps_graph_taps_plan(pl, G);
     if (!st) st = build_programs(pl, G, maxh);
+    if (!st) st = ps_graph_sibs_plan(pl, G);
     free(forms);
     free(box);
     free(maxh);
@@ -1183,7 +1191,7 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
             pl->code_progs, pl->code_compiled ? (pl->code_cached ? "from the cache" : "built") : "interpreted",
             pl->code_ms, pl->code_why[0] ? "; interpreted: " : "", pl->code_why);
     if (pl->code_taps)
-        out(buf, len, &off, "tap programs: %d of %d compiled (stencil sums and their pointwise producers in registers)\n",
+        out(buf, len, &off, "tap programs: %d of %d compiled (stencil sums, their pointwise producers or sibling sums in registers)\n",
             pl->code_taps_compiled, pl->code_taps);
     for (int gi = 0; gi < pl->n_groups; gi++) {
         const ps_gx_group *G = &pl->groups[gi];
@@ -1217,6 +1225,14 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
             if (M->tap) out(buf, len, &off, ", its sums in a compiled tap program (%d rows", M->tap->n_rows);
             if (M->tap2) out(buf, len, &off, "; %d output rows per call over %d", M->tap2->rows_per_call, M->tap2->n_rows);
             if (M->tap) out(buf, len, &off, ")");
+            if (M->sib_lead >= 0)
+                out(buf, len, &off, " (computed with %s, sibling sums in one compiled loop)", p->st[G->mem[M->sib_lead].stage].name);
+            if (M->stap) {
+                out(buf, len, &off, ", sibling sums with");
+                for (int j = 0; j < M->n_sib; j++) out(buf, len, &off, "%s%s", j ? "," : " ", p->st[G->mem[M->sib[j]].stage].name);
+                out(buf, len, &off, " in one compiled loop (%d rows%s)", M->stap->n_rows,
+                    M->stap2 ? "; 2 output rows per call" : "");
+            }
             out(buf, len, &off, "\n");
         }
         /* The schedule tree is built here, not at planning: only a

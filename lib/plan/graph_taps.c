@@ -30,6 +30,9 @@ void ps_graph_taps_free(ps_gx_member *M)
     free(M->rows2);
     M->tap = M->tap2 = NULL;
     M->rows = M->rows2 = NULL;
+    tprog_free(M->stap);
+    tprog_free(M->stap2);
+    M->stap = M->stap2 = NULL;
 }
 
 /* Taps of one sum a tap program writes out per output vector: beyond this
@@ -162,7 +165,7 @@ static ps_status plan_multi(ps_gx_member *M, int R, int *ok)
 ps_status ps_graph_taps_plan(ps_graph_plan *pl, ps_gx_group *G)
 {
     const ps_pipeline *p = &pl->pipe;
-    for (int k = 0; k < G->n; k++) G->mem[k].inlined_into = -1;
+    for (int k = 0; k < G->n; k++) G->mem[k].inlined_into = G->mem[k].sib_lead = -1;
     if ((pl->opts.flags & PS_GRAPH_NO_CODEGEN) || !pl->ctx->codegen) return PS_SUCCESS;
     for (int q = 0; q < G->n; q++) {
         ps_gx_member *M = &G->mem[q];
@@ -305,6 +308,130 @@ ps_status ps_graph_taps_plan(ps_graph_plan *pl, ps_gx_group *G)
     return PS_SUCCESS;
 }
 
+/* Whether member K of G can be one of a set of sibling sums: a planar
+ * stencil summing taps of unit column stride, stored (no epilogue, not
+ * inlined). */
+static int sib_candidate(const ps_pipeline *p, const ps_gx_group *G, int k)
+{
+    const ps_gx_member *K = &G->mem[k];
+    return tap_stencil(p, K) && K->fused_into < 0 && K->inlined_into < 0 && !K->tap && K->sib_lead < 0 && !K->n_sib;
+}
+
+/* Whether members a and b have the same region in every tile. */
+static int same_regions(const ps_gx_group *G, int a, int b)
+{
+    const ps_region_form *f = &G->mem[a].form, *g = &G->mem[b].form;
+    if (f->ay != g->ay || f->by != g->by || f->h != g->h || f->ax != g->ax || f->bx != g->bx || f->w != g->w) return 0;
+    for (int t = 0; t < G->n_btiles; t++) {
+        const ps_box *x = &G->bbox[(size_t)t * G->n + a], *y = &G->bbox[(size_t)t * G->n + b];
+        if (x->y0 != y->y0 || x->x0 != y->x0 || x->h != y->h || x->w != y->w) return 0;
+    }
+    return 1;
+}
+
+/* Whether every step of member b directly follows a step of member a with
+ * the same block, and every step of a is so followed: b can run in a's
+ * steps, nothing in between. */
+static int steps_follow(const ps_gx_group *G, int a, int b)
+{
+    for (size_t i = 0; i < G->n_steps; i++) {
+        const ps_gx_step *s = &G->steps[i];
+        if (s->k != a && s->k != b) continue;
+        /* a's step, then b's (the members between a and b have no step here) */
+        if (s->k == b || i + 1 >= G->n_steps) return 0;
+        const ps_gx_step *t = &G->steps[i + 1];
+        if (t->k != b || t->y0 != s->y0 || t->h != s->h || t->x0 != s->x0 || t->w != s->w) return 0;
+        i++;
+    }
+    return 1;
+}
+
+/* The lead's sibling program of R output rows per call: term j the sum
+ * of member j of the set (the lead first), its taps' rows numbered from
+ * the lead's first (dy0) and columns from its leftmost tap (dx_min). */
+static ps_tprog *sib_program(const ps_graph_plan *pl, const ps_gx_group *G, const ps_gx_member *L, const int *set, int n,
+                             int R)
+{
+    const ps_pipeline *p = &pl->pipe;
+    const int sy = p->st[L->stage].sy, dx0 = pl->xs[L->stage].dx_min;
+    const int n_rows = L->sib_dy1 - L->sib_dy0 + 1 + (R - 1) * sy;
+    if (n_rows > PS_TAP_ROWS_MAX || n * R > PS_TAPM_MAX_OUT) return NULL;
+    ps_tprog *T = calloc(1, sizeof *T);
+    if (!T || !(T->term = calloc((size_t)n, sizeof *T->term))) {
+        free(T);
+        return NULL;
+    }
+    T->n_terms = T->n_out = n;
+    T->rows_per_call = R;
+    T->n_rows = n_rows;
+    for (int j = 0; j < n; j++) {
+        const ps_pstage *S = &p->st[G->mem[set[j]].stage];
+        ps_tap_term *X = &T->term[j];
+        X->n_taps = S->n_taps;
+        X->w = S->per_channel ? NULL : S->w;
+        X->act = S->act;
+        X->lo = S->act_lo;
+        X->hi = S->act_hi;
+        X->tap_row = malloc((size_t)R * (size_t)S->n_taps * sizeof *X->tap_row);
+        X->tap_off = malloc((size_t)R * (size_t)S->n_taps * sizeof *X->tap_off);
+        if (!X->tap_row || !X->tap_off) {
+            tprog_free(T);
+            return NULL;
+        }
+        for (int b = 0; b < R; b++)
+            for (int t = 0; t < S->n_taps; t++) {
+                X->tap_row[b * S->n_taps + t] = S->dy[t] - L->sib_dy0 + b * sy;
+                X->tap_off[b * S->n_taps + t] = S->dx[t] - dx0;
+            }
+    }
+    return T;
+}
+
+ps_status ps_graph_sibs_plan(ps_graph_plan *pl, ps_gx_group *G)
+{
+    const ps_pipeline *p = &pl->pipe;
+    if ((pl->opts.flags & PS_GRAPH_NO_CODEGEN) || !pl->ctx->codegen) return PS_SUCCESS;
+    for (int a = 0; a < G->n; a++) {
+        if (!sib_candidate(p, G, a)) continue;
+        ps_gx_member *L = &G->mem[a];
+        const ps_pstage *SA = &p->st[L->stage];
+        const ps_gx_stage *XA = &pl->xs[L->stage];
+        int set[PS_TAPM_MAX_OUT] = {a}, n = 1;
+        int dy0 = SA->dy[0], dy1 = SA->dy[0];
+        for (int t = 0; t < SA->n_taps; t++) {
+            if (SA->dy[t] < dy0) dy0 = SA->dy[t];
+            if (SA->dy[t] > dy1) dy1 = SA->dy[t];
+        }
+        /* the members right after it in the steps, reading the same tensor
+         * (a ring of the group or memory) at rows and columns the lead reads
+         * (they are computed when the lead's step runs) */
+        for (int b = a + 1; b < G->n && n < PS_TAPM_MAX_OUT; b++) {
+            if (!sib_candidate(p, G, b)) continue;
+            const ps_pstage *SB = &p->st[G->mem[b].stage];
+            const ps_gx_stage *XB = &pl->xs[G->mem[b].stage];
+            if (G->mem[b].in_member[0] != L->in_member[0] || SB->in[0] != SA->in[0] || SB->sy != SA->sy || SB->c != SA->c ||
+                XB->dx_min < XA->dx_min || XB->dx_max > XA->dx_max || !same_regions(G, a, b) ||
+                !steps_follow(G, set[n - 1], b))
+                continue;
+            int inside = 1;
+            for (int t = 0; t < SB->n_taps; t++) inside &= SB->dy[t] >= dy0 && SB->dy[t] <= dy1;
+            if (inside) set[n++] = b;
+        }
+        if (n < 2) continue;
+        L->sib_dy0 = dy0;
+        L->sib_dy1 = dy1;
+        L->stap = sib_program(pl, G, L, set, n, 1);
+        if (!L->stap) continue; /* too many rows, or no memory: each computed alone */
+        if (2 * n <= PS_TAPM_MAX_OUT) L->stap2 = sib_program(pl, G, L, set, n, 2);
+        L->n_sib = n - 1;
+        for (int j = 1; j < n; j++) {
+            L->sib[j - 1] = set[j];
+            G->mem[set[j]].sib_lead = a;
+        }
+    }
+    return PS_SUCCESS;
+}
+
 /* After compilation: a tap program without code is dropped, its inlined
  * producers computed again (their steps stay in the tile programs); the
  * steps of producers that are inlined are removed. */
@@ -317,6 +444,19 @@ void ps_graph_taps_drop_failed(ps_gx_group *G)
             G->mem[q].tap2 = NULL;
             G->mem[q].rows2 = NULL;
         }
+        ps_gx_member *Q = &G->mem[q];
+        if (Q->stap2 && !Q->stap2->fns) {
+            tprog_free(Q->stap2);
+            Q->stap2 = NULL;
+        }
+        if (Q->stap && !Q->stap->fns) {
+            /* no code: each sibling computed alone again */
+            tprog_free(Q->stap);
+            tprog_free(Q->stap2);
+            Q->stap = Q->stap2 = NULL;
+            for (int j = 0; j < Q->n_sib; j++) G->mem[Q->sib[j]].sib_lead = -1;
+            Q->n_sib = 0;
+        }
         if (!G->mem[q].tap || G->mem[q].tap->fn) continue;
         for (int k = 0; k < G->n; k++)
             if (G->mem[k].inlined_into == q) G->mem[k].inlined_into = -1;
@@ -326,7 +466,7 @@ void ps_graph_taps_drop_failed(ps_gx_group *G)
     for (int kind = 0; kind < G->n_kinds; kind++) {
         size_t first = o;
         for (size_t i = G->kind_first[kind]; i < G->kind_first[kind] + G->kind_len[kind]; i++)
-            if (G->mem[G->steps[i].k].inlined_into < 0) G->steps[o++] = G->steps[i];
+            if (G->mem[G->steps[i].k].inlined_into < 0 && G->mem[G->steps[i].k].sib_lead < 0) G->steps[o++] = G->steps[i];
         G->kind_first[kind] = first;
         G->kind_len[kind] = o - first;
     }

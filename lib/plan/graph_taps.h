@@ -13,8 +13,13 @@
  * Nothing where the plan does not compile code. */
 ps_status ps_graph_taps_plan(ps_graph_plan *pl, ps_gx_group *G);
 
-/* After compilation: drops the programs without code (their producers
- * computed again) and the tile-program steps of producers still inlined. */
+/* Sibling sums of G (graph_exec.h: sib_lead, n_sib, stap): after the tile
+ * programs are laid out, since the siblings' steps must coincide. */
+ps_status ps_graph_sibs_plan(ps_graph_plan *pl, ps_gx_group *G);
+
+/* After compilation: drops the programs without code (their producers or
+ * siblings computed again) and the tile-program steps of producers still
+ * inlined and of siblings computed by their lead. */
 void ps_graph_taps_drop_failed(ps_gx_group *G);
 
 /* Frees M's tap programs and rows. */

@@ -8,14 +8,18 @@
  * domain), strided rows, shared, unit and per-channel weights, broadcast
  * inputs, NCHW and NHWC, forced small tiles and 1 and 2 threads.
  *
+ * Sibling sums (several stencil sums of one ring computed in one compiled
+ * loop, graph_exec.h) likewise, bit for bit against the row kernel's sums.
+ *
  * Each graph: inputs -> [a stored 3x3 stencil] -> one or two pointwise
- * producers -> 1..3 stencil sums -> a pointwise reader (the output). It is
+ * producers -> 1..3 stencil sums -> a pointwise reader (the output); the
+ * sibling graphs are drawn by build_sibs. Each is
  * planned twice (default, and PS_GRAPH_NO_CODEGEN) and the outputs compared
  * with memcmp. The run fails unless most graphs really had a tap program
  * with an inlined producer, so it cannot pass by never taking the path.
  * Compiled code goes to a cache directory of the test's own.
  *
- * PS_TEST_SEED, PS_TEST_COUNT (default 48 graphs). */
+ * PS_TEST_SEED, PS_TEST_COUNT (default 48 graphs of each family). */
 #define _GNU_SOURCE /* mkdtemp, setenv */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,11 +63,10 @@ static ps_expr *random_expr(tu_rng *r, int n)
     return e;
 }
 
-/* A random stencil sum of `input` (C channels) with unit column stride. */
-static ps_status random_sum(tu_rng *r, ps_graph *g, ps_tensor input, int64_t C, int sy, ps_tensor *out)
+/* Random taps of a stencil (at most 25): a box, a line, a 5x5 grid or scattered. */
+static int random_taps(tu_rng *r, int *dy, int *dx)
 {
-    int dy[25], dx[25], n = 0;
-    float w[25 * 3];
+    int n = 0;
     switch (tu_range(r, 0, 3)) {
     case 0: /* 3x3 box */
         for (int a = -1; a <= 1; a++)
@@ -84,14 +87,24 @@ static ps_status random_sum(tu_rng *r, ps_graph *g, ps_tensor input, int64_t C, 
         for (int t = 0; t < n; t++) dy[t] = (int)tu_range(r, -2, 3), dx[t] = (int)tu_range(r, -3, 2);
         break;
     }
+    return n;
+}
+
+static const ps_boundary bds[] = {PS_BOUNDARY_ZERO, PS_BOUNDARY_CLAMP, PS_BOUNDARY_IGNORE, PS_BOUNDARY_VALID};
+
+/* A stencil sum of `input` (C channels) with unit column stride over the
+ * n taps given, boundary bd (or drawn where bd < 0), its weights drawn. */
+static ps_status add_sum(tu_rng *r, ps_graph *g, ps_tensor input, int64_t C, int sy, int n, const int *dy, const int *dx,
+                         int bd, ps_tensor *out)
+{
+    float w[25 * 3];
     const int mode = (int)tu_range(r, 0, 3); /* all 1, shared, shared +-1, per channel */
     for (int t = 0; t < n * C; t++)
         w[t] = mode == 2 ? (tu_range(r, 0, 1) ? 1.0f : -1.0f) : (float)tu_range(r, -8, 8) / 8.0f + 0.0625f;
-    static const ps_boundary bds[] = {PS_BOUNDARY_ZERO, PS_BOUNDARY_CLAMP, PS_BOUNDARY_VALID, PS_BOUNDARY_IGNORE};
     ps_stencil st;
     ps_stencil_init(&st);
     st.input = input;
-    st.boundary = bds[tu_range(r, 0, 3)];
+    st.boundary = bds[bd >= 0 ? bd : tu_range(r, 0, 3)];
     st.stride_h = sy;
     st.n_taps = n;
     st.dy = dy;
@@ -101,10 +114,20 @@ static ps_status random_sum(tu_rng *r, ps_graph *g, ps_tensor input, int64_t C, 
     return ps_graph_add_stencil(g, NULL, &st, out);
 }
 
+/* A random stencil sum of `input` (C channels) with unit column stride. */
+static ps_status random_sum(tu_rng *r, ps_graph *g, ps_tensor input, int64_t C, int sy, ps_tensor *out)
+{
+    int dy[25], dx[25];
+    const int n = random_taps(r, dy, dx);
+    return add_sum(r, g, input, C, sy, n, dy, dx, -1, out);
+}
+
 typedef struct built {
     ps_graph *g;
     int n_in;
     int64_t in_elems[2], out_elems;
+    int fixed;              /* planned with the grouping grp (PS_FUSION_FIXED) */
+    int grp[32];
 } built;
 
 /* One random graph; 0 where the builder refused a stage (an empty VALID
@@ -175,6 +198,117 @@ static int build(tu_rng *r, built *b)
     return 1;
 }
 
+/* Sibling sums: 2..4 stencil sums of one ring (a stored 3x3 stencil of the
+ * input; sometimes the input itself, which is no ring), the first's taps
+ * drawn, the others' mostly inside its rows and columns so that they are
+ * computed in its loop, each sum stored (read by a 3x3 box sum, or by two
+ * pointwise producers inlined at the taps of box sums, as Harris's
+ * gradients are), then one pointwise reader. */
+static int build_sibs(tu_rng *r, built *b)
+{
+    memset(b, 0, sizeof *b);
+    const int64_t N = tu_range(r, 1, 2), C = tu_range(r, 1, 3);
+    const int64_t H = tu_range(r, 1, 40), W = tu_range(r, 0, 4) == 0 ? tu_range(r, 900, 1300) : tu_range(r, 1, 90);
+    const ps_act_layout lay = tu_range(r, 0, 3) == 0 ? PS_LAYOUT_NHWC : PS_LAYOUT_NCHW;
+    if (ps_graph_create(&b->g)) return 0;
+    ps_tensor in0, a, s[4], t[4], q;
+    int ok = !ps_graph_add_input(b->g, "in0", N, H, W, C, lay, &in0);
+    b->in_elems[0] = N * H * W * C;
+    b->n_in = 1;
+    a = in0;
+    if (ok && tu_range(r, 0, 5)) {
+        int dy[9], dx[9];
+        for (int k = 0; k < 9; k++) dy[k] = k / 3 - 1, dx[k] = k % 3 - 1;
+        ok = add_sum(r, b->g, in0, C, 1, 9, dy, dx, -1, &a) == PS_SUCCESS;
+    }
+    /* mostly one boundary of the three that keep the domain (VALID shrinks
+     * it by the taps: regions differ, and the sums are computed apart) */
+    const int n_s = (int)tu_range(r, 2, 4), sy = tu_range(r, 0, 3) == 0 ? 2 : 1, bd = (int)tu_range(r, 0, 2);
+    int same_sy = 1;
+    int dy0[25], dx0[25], n0 = 0, ylo = 0, yhi = 0, xlo = 0, xhi = 0;
+    for (int j = 0; j < n_s && ok; j++) {
+        int dy[25], dx[25], n = random_taps(r, dy, dx);
+        if (j == 0) {
+            memcpy(dy0, dy, sizeof dy);
+            memcpy(dx0, dx, sizeof dx);
+            n0 = n;
+            ylo = yhi = dy[0];
+            xlo = xhi = dx[0];
+            for (int k = 0; k < n; k++) {
+                ylo = dy[k] < ylo ? dy[k] : ylo, yhi = dy[k] > yhi ? dy[k] : yhi;
+                xlo = dx[k] < xlo ? dx[k] : xlo, xhi = dx[k] > xhi ? dx[k] : xhi;
+            }
+        } else if (tu_range(r, 0, 7)) {
+            /* inside the first's rows and columns: its taps in another
+             * order, or a part of them, or the drawn taps clamped */
+            switch (tu_range(r, 0, 2)) {
+            case 0:
+                n = n0;
+                for (int k = 0; k < n; k++) dy[k] = dy0[n - 1 - k], dx[k] = dx0[n - 1 - k];
+                break;
+            case 1:
+                n = (int)tu_range(r, 1, n0);
+                for (int k = 0; k < n; k++) {
+                    const int i = (int)tu_range(r, 0, n0 - 1);
+                    dy[k] = dy0[i], dx[k] = dx0[i];
+                }
+                break;
+            default:
+                for (int k = 0; k < n; k++) {
+                    dy[k] = dy[k] < ylo ? ylo : dy[k] > yhi ? yhi : dy[k];
+                    dx[k] = dx[k] < xlo ? xlo : dx[k] > xhi ? xhi : dx[k];
+                }
+                break;
+            }
+        }
+        const int sj = tu_range(r, 0, 9) ? sy : 3 - sy;
+        same_sy &= sj == sy;
+        ok = add_sum(r, b->g, a, C, sj, n, dy, dx, tu_range(r, 0, 5) ? bd : -1, &s[j]) == PS_SUCCESS;
+    }
+    int box_y[9], box_x[9];
+    for (int k = 0; k < 9; k++) box_y[k] = k / 3 - 1, box_x[k] = k % 3 - 1;
+    int n_t = n_s;
+    if (ok && tu_range(r, 0, 1)) {
+        for (int j = 0; j < n_s && ok; j++) ok = add_sum(r, b->g, s[j], C, 1, 9, box_y, box_x, -1, &t[j]) == PS_SUCCESS;
+    } else if (ok) {
+        /* two readers of every sum (one reader would compute it in its pass) */
+        ps_tensor p[2];
+        for (int i = 0; i < 2 && ok; i++) {
+            ps_expr *e = random_expr(r, n_s);
+            ok = e && !ps_graph_add_pointwise(b->g, i ? "P2" : "P", e, n_s, s, &p[i]);
+            ps_expr_free(e);
+        }
+        n_t = (int)tu_range(r, 2, 3);
+        for (int j = 0; j < n_t && ok; j++) ok = add_sum(r, b->g, p[j % 2], C, 1, 9, box_y, box_x, -1, &t[j]) == PS_SUCCESS;
+    }
+    if (ok) {
+        ps_expr *e = random_expr(r, n_t);
+        ok = e && !ps_graph_add_pointwise(b->g, "Q", e, n_t, t, &q);
+        ps_expr_free(e);
+    }
+    if (ok) ok = !ps_graph_mark_output(b->g, q, lay);
+    ps_tensor_info info = {.struct_size = sizeof info};
+    if (ok) ok = !ps_graph_tensor_info(b->g, q, &info);
+    if (!ok) {
+        ps_graph_destroy(b->g);
+        b->g = NULL;
+        return 0;
+    }
+    b->out_elems = info.n * info.h * info.w * info.c;
+    /* The planner often keeps small images' stages apart, and siblings are
+     * computed in one loop only within a group: mostly a fixed grouping,
+     * everything in one group or the sums (live-outs) with their input. */
+    const int mode = same_sy && ps_graph_num_tensors(b->g) <= 32 ? (int)tu_range(r, 0, 2) : 0;
+    b->fixed = mode > 0;
+    for (int i = 0; i < 32; i++) b->grp[i] = 0;
+    if (mode == 2) {
+        for (int i = 0; i < ps_graph_num_tensors(b->g); i++) b->grp[i] = 1;
+        b->grp[a] = 0;
+        for (int j = 0; j < n_s; j++) b->grp[s[j]] = 0;
+    }
+    return 1;
+}
+
 /* Plans g with `flags` (and a forced tile), runs it; the output, or NULL
  * with the failure counted. describe: the plan's description (caller frees). */
 static float *run(ps_context *ctx, const built *b, float *const *in, unsigned flags, int64_t th, int64_t tw, int threads,
@@ -186,6 +320,11 @@ static float *run(ps_context *ctx, const built *b, float *const *in, unsigned fl
     o.tile_h = th;
     o.tile_w = tw;
     o.num_threads = threads;
+    if (b->fixed) {
+        o.n_group_of = ps_graph_num_tensors(b->g);
+        o.fusion = PS_FUSION_FIXED;
+        o.group_of = b->grp;
+    }
     ps_graph_plan *pl = NULL;
     ps_status st = ps_graph_plan_create(ctx, b->g, &o, &pl);
     TU_CHECK(st == PS_SUCCESS, "plan_create: %s", ps_last_error_message());
@@ -216,14 +355,17 @@ int main(void)
     const int count = cnt ? atoi(cnt) : 48;
     ps_context *ctx = NULL;
     TU_OK(ps_context_create(NULL, &ctx));
-    int graphs = 0, with_tap = 0, with_inline = 0, with_pair = 0, refused = 0;
-    for (int gi = 0; gi < count && ctx; gi++) {
+    int graphs = 0, with_tap = 0, with_inline = 0, with_pair = 0, refused = 0, sib_graphs = 0, with_sibs = 0;
+    /* the first `count` graphs test tap programs, as many after them sibling sums */
+    for (int gi = 0; gi < 2 * count && ctx; gi++) {
         tu_rng r = {seed + (uint64_t)gi * 7919u};
         built b;
         int tries = 0;
-        while (!build(&r, &b) && ++tries < 50) refused++;
+        const int sibs = gi >= count;
+        while (!(sibs ? build_sibs(&r, &b) : build(&r, &b)) && ++tries < 50) refused++;
         if (!b.g) continue;
-        graphs++;
+        graphs += !sibs;
+        sib_graphs += sibs;
         float *in[2] = {NULL, NULL};
         for (int i = 0; i < b.n_in; i++) {
             in[i] = tu_alloc_f(b.in_elems[i]);
@@ -234,7 +376,8 @@ int main(void)
         char *desc = NULL;
         float *a = run(ctx, &b, in, 0, th, tw, threads, &desc);
         float *ref = run(ctx, &b, in, PS_GRAPH_NO_CODEGEN, th, tw, threads, NULL);
-        if (desc) {
+        if (desc && sibs) with_sibs += strstr(desc, "sibling sums with") != NULL;
+        if (desc && !sibs) {
             with_tap += strstr(desc, "compiled tap program") != NULL;
             with_inline += strstr(desc, "never stored") != NULL;
             with_pair += strstr(desc, "2 output rows per call") != NULL;
@@ -266,12 +409,15 @@ int main(void)
         ps_graph_destroy(b.g);
     }
     printf("test_taps: %d graphs (%d drawn again), %d with a tap program, %d with an inlined producer, %d with a pair "
-           "program\n", graphs, refused, with_tap, with_inline, with_pair);
+           "program; %d graphs of sibling sums, %d computed in one loop\n",
+           graphs, refused, with_tap, with_inline, with_pair, sib_graphs, with_sibs);
     /* the path under test was taken: most graphs fuse their sums into the reader */
     TU_CHECK(graphs >= count * 3 / 4, "only %d of %d graphs built", graphs, count);
     TU_CHECK(with_tap >= graphs / 2, "only %d of %d graphs had a tap program", with_tap, graphs);
     TU_CHECK(with_inline >= graphs / 5, "only %d of %d graphs inlined a producer", with_inline, graphs);
     TU_CHECK(with_pair >= graphs / 2, "only %d of %d graphs had a pair program", with_pair, graphs);
+    TU_CHECK(sib_graphs >= count * 3 / 4, "only %d of %d graphs of sibling sums built", sib_graphs, count);
+    TU_CHECK(with_sibs >= sib_graphs / 2, "only %d of %d graphs computed sibling sums in one loop", with_sibs, sib_graphs);
     ps_context_destroy(ctx);
     tu_jit_cache_remove(dir);
     return tu_finish("test_taps");
