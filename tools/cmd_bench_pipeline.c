@@ -35,6 +35,14 @@ typedef struct impl {
     int ok;
 } impl;
 
+
+/* A ratio as the table writes it: "1.23x", or "-" where an implementation
+ * did not run (a mode or schedule left out, or one that failed). */
+static void ratio_text(char *buf, size_t len, double r)
+{
+    if (isfinite(r)) snprintf(buf, len, "%.2fx", r);
+    else snprintf(buf, len, "-");
+}
 static void usage(FILE *f, const cli_opt *opts, size_t n)
 {
     fprintf(f, "usage: polysci bench pipeline [options]\n\n"
@@ -198,10 +206,12 @@ int cli_bench_pipeline(int argc, char **argv)
             ps_graph_destroy(g);
         }
         double d = dp >= 0 ? med[dp] : NAN;
-        char best[64] = "-";
+        char best[64] = "-", vs_h[24], vs_u[24], vs_g[24];
         if (bh >= 0) snprintf(best, sizeof best, "%.2f (%s)", med[bh], im[bh].arg);
-        fprintf(fmd, "| %s | %.2f | %s | %.2fx | %.2fx | %.2fx | %.2f | %.2f |\n", names[pi], d, best,
-                bh >= 0 ? med[bh] / d : NAN, un >= 0 ? med[un] / d : NAN, gr >= 0 ? med[gr] / d : NAN, floor_ms,
+        ratio_text(vs_h, sizeof vs_h, bh >= 0 ? med[bh] / d : NAN);
+        ratio_text(vs_u, sizeof vs_u, un >= 0 ? med[un] / d : NAN);
+        ratio_text(vs_g, sizeof vs_g, gr >= 0 ? med[gr] / d : NAN);
+        fprintf(fmd, "| %s | %.2f | %s | %s | %s | %s | %.2f | %.2f |\n", names[pi], d, best, vs_h, vs_u, vs_g, floor_ms,
                 floor_ms / d);
         if (bh >= 0 && isfinite(med[bh] / d)) {
             log_sum_h += log(med[bh] / d);
@@ -239,9 +249,12 @@ int cli_bench_pipeline(int argc, char **argv)
             }
         }
     }
-    fprintf(fmd, "\ngeomean: %.2fx against the best Halide schedule, %.2fx against polysci unfused. "
+    char g_h[24], g_u[24];
+    ratio_text(g_h, sizeof g_h, n_h ? exp(log_sum_h / n_h) : NAN);
+    ratio_text(g_u, sizeof g_u, n_u ? exp(log_sum_u / n_u) : NAN);
+    fprintf(fmd, "\ngeomean: %s against the best Halide schedule, %s against polysci unfused. "
                  "Floor: input + output once at %.1f GB/s (memory bandwidth, %s).\n",
-            n_h ? exp(log_sum_h / n_h) : NAN, n_u ? exp(log_sum_u / n_u) : NAN, bw, bw_source);
+            g_h, g_u, bw, bw_source);
     if (fcsv) fclose(fcsv);
     if (md) fclose(fmd);
     if (fdat) fclose(fdat);
