@@ -265,7 +265,7 @@ static void stage_row(const ps_graph_plan *pl, int s, int64_t c, int64_t y, int6
             int64_t lo = ps_floor_div(x0 - 1, 2), len = ps_floor_div(x0 + w, 2) - lo + 1;
             const float *a = fetch(&in[0], c, k, lo, len, S->boundary, tb->staging, tb->zeros);
             const float *f = fetch(&in[0], c, far, lo, len, S->boundary, tb->staging + len, tb->zeros);
-            for (int64_t i = 0; i < len; i++) tb->vrow[i] = 0.75f * a[i] + 0.25f * f[i];
+            K->up2_bilinear_v(tb->vrow, len, a, f);
             K->up2_bilinear_h(dst, w, tb->vrow + (j0 - lo), parity);
         } else {
             const float *a = fetch(&in[0], c, 2 * y, 2 * x0, 2 * w, S->boundary, tb->staging, tb->zeros);

@@ -99,6 +99,9 @@ typedef struct ps_row_kernels {
     void (*vprog)(const ps_vprog *prog, float *restrict out, const float *const *in, int64_t n, float *regs);
     /* out[i] = src[(first + i) >> 1] - src[first >> 1] indexing: out[i] = src[((parity + i) >> 1)], i < n */
     void (*up2_nearest)(float *restrict out, int64_t n, const float *src, int parity);
+    /* Vertical half of bilinear x2: out[i] = 0.75 a[i] + 0.25 f[i] (a the
+     * nearer coarse row), contracted where the table contracts. */
+    void (*up2_bilinear_v)(float *restrict out, int64_t n, const float *a, const float *f);
     /* Horizontal half of bilinear x2: for output columns 2j (parity 0) the
      * value 0.75 v[j] + 0.25 v[j - 1], for 2j + 1 0.75 v[j] + 0.25 v[j + 1];
      * out[i] is column first + i where first = 2 j0 + parity and v points at

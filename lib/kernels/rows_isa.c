@@ -1074,6 +1074,13 @@ static void up2_nearest(float *restrict out, int64_t n, const float *src, int pa
     for (int64_t i = 0; i < n; i++) out[i] = src[(parity + i) >> 1];
 }
 
+static void up2_bilinear_v(float *restrict out, int64_t n, const float *a, const float *f)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) st(out + i, splat(0.75f) * ld(a + i) + splat(0.25f) * ld(f + i));
+    for (; i < n; i++) out[i] = 0.75f * a[i] + 0.25f * f[i];
+}
+
 static void up2_bilinear_h(float *restrict out, int64_t n, const float *v, int parity)
 {
     const float q = 0.25f, t = 0.75f;
@@ -1144,6 +1151,7 @@ const ps_row_kernels PS_KERNEL_TABLE = {
     .maxmin = maxmin_rows,
     .vprog = run_vprog,
     .up2_nearest = up2_nearest,
+    .up2_bilinear_v = up2_bilinear_v,
     .up2_bilinear_h = up2_bilinear_h,
     .down2_average = down2_average,
     .stream_copy = stream_copy,
