@@ -37,6 +37,58 @@ static inline v16 ld_even(const float *p) { return __builtin_shuffle(ld(p), ld(p
 
 /* ---------------------------------------------------------------- sum */
 
+#if defined(__AVX512F__)
+/* Elements 1, 3, 5, ... of the 32 floats at p. */
+static inline v16 ld_odd(const float *p) { return __builtin_shuffle(ld(p), ld(p + 16), odd_idx); }
+
+/* sum at column step 2 whose taps are n_taps consecutive columns of one row
+ * from s (a horizontal line: pyramid downsampling, strided blurs): output
+ * i reads s[2i + t]. Loaded as it is per tap (two loads and a shuffle of
+ * each tap's 32 floats) the loads bound it; here each block of 32 input
+ * floats is loaded once and split into its even and odd elements, and tap
+ * t is the even (t even) or odd stream moved t / 2 elements on, one
+ * shuffle of this block's and the next block's streams. The same products
+ * in the same order as the per-tap loop. Returns the outputs done (all
+ * but the last 16-31, whose next block would pass the row's end). */
+static inline __attribute__((always_inline)) int64_t sum_run2_n(float *restrict out, int64_t n, const float *s,
+                                                                 const float *w, const int n_taps, float init)
+{
+    v16i shift[9];
+    v16 wt[17];
+    for (int k = 1; k <= (n_taps - 1) / 2 && k < 9; k++)
+        for (int l = 0; l < 16; l++) shift[k][l] = k + l;
+    for (int t = 0; t < n_taps && t < 17; t++) wt[t] = splat(w[t]);
+    int64_t i = 0;
+    if (n < 32) return 0;
+    v16 e = ld_even(s), o = ld_odd(s);
+    for (; i + 32 <= n; i += 16) {
+        const float *p = s + 2 * i + 32;
+        const v16 en = ld_even(p), on = ld_odd(p);
+        v16 a = splat(init);
+        for (int t = 0; t < n_taps && t < 17; t++) {
+            const int k = t >> 1;
+            const v16 x = t & 1 ? (k ? __builtin_shuffle(o, on, shift[k]) : o) : (k ? __builtin_shuffle(e, en, shift[k]) : e);
+            a += wt[t] * x;
+        }
+        st(out + i, a);
+        e = en;
+        o = on;
+    }
+    return i;
+}
+
+/* sum_run2_n with its tap count a constant for the common lines (3 and 5
+ * taps: the loops unrolled, weights and shuffles in registers). */
+static int64_t sum_run2(float *restrict out, int64_t n, const float *s, const float *w, int n_taps, float init)
+{
+    switch (n_taps) {
+    case 3: return sum_run2_n(out, n, s, w, 3, init);
+    case 5: return sum_run2_n(out, n, s, w, 5, init);
+    default: return sum_run2_n(out, n, s, w, n_taps, init);
+    }
+}
+#endif
+
 static void sum_rows(float *restrict out, int64_t n, const float *const *src, const float *w, int n_taps, int step,
                      float init)
 {
@@ -90,7 +142,15 @@ static void sum_rows(float *restrict out, int64_t n, const float *const *src, co
             st(out + i, a0);
         }
     } else if (step == 2) {
-        for (; i + 32 <= n; i += 32) {
+#if defined(__AVX512F__)
+        int run = n_taps >= 2 && n_taps <= 17;
+        for (int t = 1; t < n_taps && run; t++) run = src[t] == src[0] + t;
+        if (run) i = sum_run2(out, n, src[0], w, n_taps, init);
+#endif
+        /* Each tap reads 32 floats per output vector from 2i: up to 2i + 63
+         * and 2i + 31, before the last output's own column 2n - 2, so no
+         * load passes the row's end (a tap's row may end there) */
+        for (; i + 32 < n; i += 32) {
             v16 a0 = splat(init), a1 = a0;
             for (int t = 0; t < n_taps; t++) {
                 const float *s = src[t] + 2 * i;
@@ -100,6 +160,11 @@ static void sum_rows(float *restrict out, int64_t n, const float *const *src, co
             }
             st(out + i, a0);
             st(out + i + 16, a1);
+        }
+        for (; i + 16 < n; i += 16) {
+            v16 a0 = splat(init);
+            for (int t = 0; t < n_taps; t++) a0 += splat(w[t]) * ld_even(src[t] + 2 * i);
+            st(out + i, a0);
         }
     }
     for (; i < n; i++) {

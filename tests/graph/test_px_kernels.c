@@ -15,7 +15,8 @@
  *               inputs and outputs, bias, residual and a clamp that cuts.
  * And the planar sum_pair (two rows of a vertical line stencil) against two
  * calls of sum on the same rows, bit for bit: rows of 1-300 columns at
- * every alignment, 1-9 and 64 taps.
+ * every alignment, 1-9 and 64 taps; sum at column step 2 over 1-17
+ * consecutive columns of one row against the same taps apart, bit for bit.
  * Nothing outside the written pixels and rows may change. */
 #include "row_tables.h"
 #include "test_util.h"
@@ -192,6 +193,41 @@ static void test_sum_pair(const ps_row_kernels *k)
     free(rows), free(w), free(o0), free(o1), free(r0), free(r1);
 }
 
+/* sum at column step 2 over consecutive columns of one row (the kernel's
+ * horizontal-line path) against the same taps read from copies of the row
+ * (pointers no longer consecutive: the per-tap path), bit for bit. */
+static void test_sum_run2(const ps_row_kernels *k)
+{
+    enum { MAXN = 300, MAXT = 17, PAD = 16, LEN = 2 * MAXN + MAXT + 2 * PAD };
+    float *row = tu_alloc_f(LEN), *copies = tu_alloc_f((size_t)MAXT * LEN), *w = tu_alloc_f(MAXT);
+    float *o = tu_alloc_f(MAXN + 2 * PAD), *r = tu_alloc_f(MAXN);
+    for (int64_t i = 0; i < LEN; i++) row[i] = frand();
+    for (int t = 0; t < MAXT; t++) memcpy(copies + (size_t)t * LEN, row, LEN * sizeof *row);
+    for (int t = 0; t < MAXT; t++) w[t] = frand();
+    const float sentinel = -7.25f;
+    for (int trial = 0; trial < 400; trial++) {
+        const int nt = (int)tu_range(&rng, 1, MAXT);
+        const int64_t n = tu_range(&rng, 1, MAXN), shift = tu_range(&rng, 0, 15), oshift = tu_range(&rng, 0, 15);
+        const float init = tu_range(&rng, 0, 1) ? frand() : 0.0f;
+        const float *run[MAXT], *apart[MAXT];
+        for (int t = 0; t < nt; t++) {
+            run[t] = row + PAD + shift + t;
+            apart[t] = copies + (size_t)t * LEN + PAD + shift + t;
+        }
+        for (int64_t i = 0; i < MAXN + 2 * PAD; i++) o[i] = sentinel;
+        k->sum(o + PAD + oshift, n, run, w, nt, 2, init);
+        k->sum(r, n, apart, w, nt, 2, init);
+        TU_CHECK(!memcmp(o + PAD + oshift, r, (size_t)n * sizeof(float)),
+                 "%s sum step 2: n %lld, %d consecutive taps, shifts %lld/%lld: differs from the taps apart", k->isa,
+                 (long long)n, nt, (long long)shift, (long long)oshift);
+        int untouched = 1;
+        for (int64_t i = 0; i < MAXN + 2 * PAD; i++)
+            if (i < PAD + oshift || i >= PAD + oshift + n) untouched &= !memcmp(&o[i], &sentinel, sizeof sentinel);
+        TU_CHECK(untouched, "%s sum step 2: wrote outside its %lld columns", k->isa, (long long)n);
+    }
+    free(row), free(copies), free(w), free(o), free(r);
+}
+
 int main(void)
 {
     const ps_row_kernels *tables[3];
@@ -202,7 +238,8 @@ int main(void)
         test_bias_clamp(tables[i]);
         test_small_gemm(tables[i]);
         test_sum_pair(tables[i]);
-        printf("%s pixel-row kernels and sum_pair checked\n", tables[i]->isa);
+        test_sum_run2(tables[i]);
+        printf("%s pixel-row kernels, sum_pair and the step-2 line sum checked\n", tables[i]->isa);
     }
     return tu_finish("test_px_kernels");
 }
