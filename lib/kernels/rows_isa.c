@@ -31,6 +31,9 @@ static const v16i even_idx = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
 static const v16i odd_idx = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
 static const v16i lo_interleave = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23};
 static const v16i hi_interleave = {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+/* (a, b) -> a[15], b[0 .. 14] and (a, b) -> a[1 .. 15], b[0] */
+static const v16i shift_left1 = {15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30};
+static const v16i shift_right1 = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
 /* Elements 0, 2, 4, ... of the 32 floats at p. */
 static inline v16 ld_even(const float *p) { return __builtin_shuffle(ld(p), ld(p + 16), even_idx); }
@@ -1155,13 +1158,23 @@ static void up2_bilinear_h(float *restrict out, int64_t n, const float *v, int p
         i = 1;
         j = 1;
     }
-    /* Pairs of outputs (2j, 2j + 1) from v[j - 1], v[j], v[j + 1]. */
-    for (; i + 32 <= n; i += 32, j += 16) {
-        v16 c = ld(v + j), l = ld(v + j - 1), r = ld(v + j + 1);
-        v16 e = splat(t) * c + splat(q) * l;
-        v16 o = splat(t) * c + splat(q) * r;
-        st(out + i, __builtin_shuffle(e, o, lo_interleave));
-        st(out + i + 16, __builtin_shuffle(e, o, hi_interleave));
+    /* Pairs of outputs (2j, 2j + 1) from v[j - 1], v[j], v[j + 1]: the
+     * neighbours shifted in from the vectors before and after (one load a
+     * vector instead of three, two of them across cache lines). Only
+     * v[j - 1] of the vector before the first is read, and only v[j + 16]
+     * of the one after the last. */
+    if (i + 32 <= n) {
+        v16 c = ld(v + j), prev = splat(v[j - 1]);
+        for (; i + 32 <= n; i += 32, j += 16) {
+            const v16 next = i + 64 <= n ? ld(v + j + 16) : splat(v[j + 16]);
+            const v16 l = __builtin_shuffle(prev, c, shift_left1), r = __builtin_shuffle(c, next, shift_right1);
+            v16 e = splat(t) * c + splat(q) * l;
+            v16 o = splat(t) * c + splat(q) * r;
+            st(out + i, __builtin_shuffle(e, o, lo_interleave));
+            st(out + i + 16, __builtin_shuffle(e, o, hi_interleave));
+            prev = c;
+            c = next;
+        }
     }
     for (; i < n; i++) {
         int64_t jj = (parity + i) >> 1;

@@ -16,7 +16,8 @@
  * And the planar sum_pair (two rows of a vertical line stencil) against two
  * calls of sum on the same rows, bit for bit: rows of 1-300 columns at
  * every alignment, 1-9 and 64 taps; sum at column step 2 over 1-17
- * consecutive columns of one row against the same taps apart, bit for bit.
+ * consecutive columns of one row against the same taps apart, bit for bit;
+ * the two halves of bilinear x2 against their definitions.
  * Nothing outside the written pixels and rows may change. */
 #include "row_tables.h"
 #include "test_util.h"
@@ -228,6 +229,48 @@ static void test_sum_run2(const ps_row_kernels *k)
     free(row), free(copies), free(w), free(o), free(r);
 }
 
+/* up2_bilinear_h (the horizontal half of bilinear x2) and up2_bilinear_v
+ * against their definitions (kernels.h) in double: rows of 1-300 outputs,
+ * both parities, the coarse row at every alignment; nothing written past
+ * the n outputs, and of the coarse row only v[-1] .. v[(parity + n) / 2 + 1]
+ * is needed (the rest of the buffer is NaN: a read of it would show). */
+static void test_up2(const ps_row_kernels *k)
+{
+    enum { MAXN = 300, PAD = 32 };
+    float *vbuf = tu_alloc_f(MAXN / 2 + 2 * PAD), *o = tu_alloc_f(MAXN + 2 * PAD), *a = tu_alloc_f(MAXN),
+          *f = tu_alloc_f(MAXN);
+    const float sentinel = -7.25f;
+    double worst = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        const int64_t n = tu_range(&rng, 1, MAXN), shift = tu_range(&rng, 0, 15), oshift = tu_range(&rng, 0, 15);
+        const int parity = (int)tu_range(&rng, 0, 1);
+        const int64_t last = (parity + n - 1) / 2 + 1; /* the last coarse column read, from v[0] */
+        for (int64_t i = 0; i < MAXN / 2 + 2 * PAD; i++) vbuf[i] = NAN;
+        float *v = vbuf + PAD / 2 + shift;
+        for (int64_t c = -1; c <= last; c++) v[c] = frand();
+        for (int64_t i = 0; i < MAXN + 2 * PAD; i++) o[i] = sentinel;
+        k->up2_bilinear_h(o + PAD + oshift, n, v, parity);
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t jj = (parity + i) >> 1, nb = ((parity + i) & 1) ? jj + 1 : jj - 1;
+            const double want = 0.75 * v[jj] + 0.25 * v[nb];
+            const double err = fabs(o[PAD + oshift + i] - want);
+            if (!(err <= worst)) worst = err;
+        }
+        int untouched = 1;
+        for (int64_t i = 0; i < MAXN + 2 * PAD; i++)
+            if (i < PAD + oshift || i >= PAD + oshift + n) untouched &= !memcmp(&o[i], &sentinel, sizeof sentinel);
+        TU_CHECK(untouched, "%s up2_bilinear_h: wrote outside its %lld columns", k->isa, (long long)n);
+        for (int64_t i = 0; i < n; i++) a[i] = frand(), f[i] = frand();
+        k->up2_bilinear_v(o, n, a, f);
+        for (int64_t i = 0; i < n; i++) {
+            const double err = fabs(o[i] - (0.75 * a[i] + 0.25 * f[i]));
+            if (!(err <= worst)) worst = err;
+        }
+    }
+    TU_CHECK(worst <= 1e-6, "%s up2_bilinear_h/v: error %.3g", k->isa, worst);
+    free(vbuf), free(o), free(a), free(f);
+}
+
 int main(void)
 {
     const ps_row_kernels *tables[3];
@@ -239,7 +282,8 @@ int main(void)
         test_small_gemm(tables[i]);
         test_sum_pair(tables[i]);
         test_sum_run2(tables[i]);
-        printf("%s pixel-row kernels, sum_pair and the step-2 line sum checked\n", tables[i]->isa);
+        test_up2(tables[i]);
+        printf("%s pixel-row kernels, sum_pair, the step-2 line sum and bilinear x2 checked\n", tables[i]->isa);
     }
     return tu_finish("test_px_kernels");
 }
