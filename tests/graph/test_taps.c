@@ -130,6 +130,28 @@ typedef struct built {
     int grp[32];
 } built;
 
+/* The reader of the terms (a random expression, the output) and the
+ * output's size: 1, or 0 with the graph destroyed where a stage was refused
+ * (ok == 0 on entry: one before). */
+static int finish_graph(tu_rng *r, built *b, int ok, int n_terms, const ps_tensor *terms, ps_act_layout lay, ps_tensor *q)
+{
+    if (ok) {
+        ps_expr *e = random_expr(r, n_terms);
+        ok = e && !ps_graph_add_pointwise(b->g, "Q", e, n_terms, terms, q);
+        ps_expr_free(e);
+    }
+    if (ok) ok = !ps_graph_mark_output(b->g, *q, lay);
+    ps_tensor_info info = {.struct_size = sizeof info};
+    if (ok) ok = !ps_graph_tensor_info(b->g, *q, &info);
+    if (!ok) {
+        ps_graph_destroy(b->g);
+        b->g = NULL;
+        return 0;
+    }
+    b->out_elems = info.n * info.h * info.w * info.c;
+    return 1;
+}
+
 /* One random graph; 0 where the builder refused a stage (an empty VALID
  * domain): the caller draws another. */
 static int build(tu_rng *r, built *b)
@@ -181,21 +203,7 @@ static int build(tu_rng *r, built *b)
     int n_q = n_s;
     if (ok && sy == 1 && tu_range(r, 0, 2) == 0) s[n_q++] = in0; /* an input read at the point */
     ps_tensor q;
-    if (ok) {
-        ps_expr *e = random_expr(r, n_q);
-        ok = e && !ps_graph_add_pointwise(b->g, "Q", e, n_q, s, &q);
-        ps_expr_free(e);
-    }
-    if (ok) ok = !ps_graph_mark_output(b->g, q, lay);
-    ps_tensor_info info = {.struct_size = sizeof info};
-    if (ok) ok = !ps_graph_tensor_info(b->g, q, &info);
-    if (!ok) {
-        ps_graph_destroy(b->g);
-        b->g = NULL;
-        return 0;
-    }
-    b->out_elems = info.n * info.h * info.w * info.c;
-    return 1;
+    return finish_graph(r, b, ok, n_q, s, lay, &q);
 }
 
 /* Sibling sums: 2..4 stencil sums of one ring (a stored 3x3 stencil of the
@@ -281,20 +289,7 @@ static int build_sibs(tu_rng *r, built *b)
         n_t = (int)tu_range(r, 2, 3);
         for (int j = 0; j < n_t && ok; j++) ok = add_sum(r, b->g, p[j % 2], C, 1, 9, box_y, box_x, -1, &t[j]) == PS_SUCCESS;
     }
-    if (ok) {
-        ps_expr *e = random_expr(r, n_t);
-        ok = e && !ps_graph_add_pointwise(b->g, "Q", e, n_t, t, &q);
-        ps_expr_free(e);
-    }
-    if (ok) ok = !ps_graph_mark_output(b->g, q, lay);
-    ps_tensor_info info = {.struct_size = sizeof info};
-    if (ok) ok = !ps_graph_tensor_info(b->g, q, &info);
-    if (!ok) {
-        ps_graph_destroy(b->g);
-        b->g = NULL;
-        return 0;
-    }
-    b->out_elems = info.n * info.h * info.w * info.c;
+    if (!finish_graph(r, b, ok, n_t, t, lay, &q)) return 0;
     /* The planner often keeps small images' stages apart, and siblings are
      * computed in one loop only within a group: mostly a fixed grouping,
      * everything in one group or the sums (live-outs) with their input. */
