@@ -130,6 +130,26 @@ typedef struct built {
     int grp[32];
 } built;
 
+/* A new graph with its first input in0: N images of H x W pixels and C
+ * channels in layout lay, drawn (wide rows of 900-1300 columns one time in
+ * `wide`); b->g NULL where it could not be created. Returns whether the
+ * input was added. */
+static int start_graph(tu_rng *r, built *b, int wide, int64_t *N, int64_t *C, int64_t *H, int64_t *W, ps_act_layout *lay,
+                       ps_tensor *in0)
+{
+    memset(b, 0, sizeof *b);
+    *N = tu_range(r, 1, 2), *C = tu_range(r, 1, 3);
+    *H = tu_range(r, 1, 40), *W = tu_range(r, 0, wide) == 0 ? tu_range(r, 900, 1300) : tu_range(r, 1, 90);
+    *lay = tu_range(r, 0, 3) == 0 ? PS_LAYOUT_NHWC : PS_LAYOUT_NCHW;
+    if (ps_graph_create(&b->g)) {
+        b->g = NULL;
+        return 0;
+    }
+    b->in_elems[0] = *N * *H * *W * *C;
+    b->n_in = 1;
+    return !ps_graph_add_input(b->g, "in0", *N, *H, *W, *C, *lay, in0);
+}
+
 /* The reader of the terms (a random expression, the output) and the
  * output's size: 1, or 0 with the graph destroyed where a stage was refused
  * (ok == 0 on entry: one before). */
@@ -156,15 +176,11 @@ static int finish_graph(tu_rng *r, built *b, int ok, int n_terms, const ps_tenso
  * domain): the caller draws another. */
 static int build(tu_rng *r, built *b)
 {
-    memset(b, 0, sizeof *b);
-    const int64_t N = tu_range(r, 1, 2), C = tu_range(r, 1, 3);
-    const int64_t H = tu_range(r, 1, 40), W = tu_range(r, 0, 5) == 0 ? tu_range(r, 900, 1300) : tu_range(r, 1, 90);
-    const ps_act_layout lay = tu_range(r, 0, 3) == 0 ? PS_LAYOUT_NHWC : PS_LAYOUT_NCHW;
-    if (ps_graph_create(&b->g)) return 0;
+    int64_t N, C, H, W;
+    ps_act_layout lay;
     ps_tensor in0, in1 = -1, a, p[2], s[4];
-    int ok = !ps_graph_add_input(b->g, "in0", N, H, W, C, lay, &in0);
-    b->in_elems[0] = N * H * W * C;
-    b->n_in = 1;
+    int ok = start_graph(r, b, 5, &N, &C, &H, &W, &lay, &in0);
+    if (!b->g) return 0;
     if (ok && tu_range(r, 0, 1)) {
         ok = !ps_graph_add_input(b->g, "in1", N, H, W, 1, lay, &in1);
         b->in_elems[1] = N * H * W;
@@ -214,15 +230,11 @@ static int build(tu_rng *r, built *b)
  * gradients are), then one pointwise reader. */
 static int build_sibs(tu_rng *r, built *b)
 {
-    memset(b, 0, sizeof *b);
-    const int64_t N = tu_range(r, 1, 2), C = tu_range(r, 1, 3);
-    const int64_t H = tu_range(r, 1, 40), W = tu_range(r, 0, 4) == 0 ? tu_range(r, 900, 1300) : tu_range(r, 1, 90);
-    const ps_act_layout lay = tu_range(r, 0, 3) == 0 ? PS_LAYOUT_NHWC : PS_LAYOUT_NCHW;
-    if (ps_graph_create(&b->g)) return 0;
+    int64_t N, C, H, W;
+    ps_act_layout lay;
     ps_tensor in0, a, s[4], t[4], q;
-    int ok = !ps_graph_add_input(b->g, "in0", N, H, W, C, lay, &in0);
-    b->in_elems[0] = N * H * W * C;
-    b->n_in = 1;
+    int ok = start_graph(r, b, 4, &N, &C, &H, &W, &lay, &in0);
+    if (!b->g) return 0;
     a = in0;
     if (ok && tu_range(r, 0, 5)) {
         int dy[9], dx[9];
