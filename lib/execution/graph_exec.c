@@ -1287,6 +1287,15 @@ static void run_tile(const ps_graph_plan *pl, const ps_gx_group *g, int64_t n, i
     }
 }
 
+/* Tile `id` of group g counted over all images: image id / (gy gx), then
+ * row-major in the tile grid. */
+static inline void run_tile_id(const ps_graph_plan *pl, const ps_gx_group *g, int64_t id, const float *const *inputs,
+                               float *const *outputs, float *ws, thread_bufs *tb, ps_box *boxes)
+{
+    const int64_t per_image = g->gy * g->gx, n = id / per_image, r = id % per_image;
+    run_tile(pl, g, n, g->ti0 + r / g->gx, g->tj0 + r % g->gx, inputs, outputs, ws, tb, boxes);
+}
+
 static size_t round16(size_t v) { return (v + 15) & ~(size_t)15; }
 
 /* A group that is one convolution run as a layer plan (graph_exec.h): the
@@ -1374,11 +1383,18 @@ void ps_graph_run(const ps_graph_plan *pl, const float *const *inputs, float *co
                  * rows of the same images) in every group, so the rows it
                  * wrote are still in its own L2 when the next group reads
                  * them; with dynamic assignment half of them would come from
-                 * the other core's cache */
+                 * the other core's cache. A group alone in its run has no
+                 * such reuse (what it reads comes from memory or a layer
+                 * plan's threads): its tiles go to whichever thread is free,
+                 * so a core slowed by another tenant of the machine, or
+                 * given the costlier edge tiles, does not hold the others at
+                 * the barrier. */
+                if (g1 - g0 == 1) {
+#pragma omp for schedule(dynamic, 1)
+                    for (int64_t id = 0; id < total; id++) run_tile_id(pl, g, id, inputs, outputs, workspace, &tb, boxes);
+                } else {
 #pragma omp for schedule(static)
-                for (int64_t id = 0; id < total; id++) {
-                    int64_t n = id / per_image, r = id % per_image;
-                    run_tile(pl, g, n, g->ti0 + r / g->gx, g->tj0 + r % g->gx, inputs, outputs, workspace, &tb, boxes);
+                    for (int64_t id = 0; id < total; id++) run_tile_id(pl, g, id, inputs, outputs, workspace, &tb, boxes);
                 }
                 /* before the barrier that ends the loop: the next group reads
                  * what this one streamed */
