@@ -196,7 +196,7 @@ static void test_sum_pair(const ps_row_kernels *k)
 
 /* sum at column step 2 over consecutive columns of one row (the kernel's
  * horizontal-line path) against the same taps read from copies of the row
- * (pointers no longer consecutive: the per-tap path), bit for bit. */
+ * (pointers not consecutive: the per-tap path), bit for bit. */
 static void test_sum_run2(const ps_row_kernels *k)
 {
     enum { MAXN = 300, MAXT = 17, PAD = 16, LEN = 2 * MAXN + MAXT + 2 * PAD };
