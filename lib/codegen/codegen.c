@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -27,11 +28,12 @@ extern char **environ;
 static const struct {
     const char *isa;
     int fma;
+    int vw; /* floats per vector register */
     const char *flags[8];
 } isa_flags[] = {
-    {"avx512", 1, {"-mavx512f", "-mavx512dq", "-mavx512bw", "-mavx512vl", "-mavx2", "-mfma", "-mprefer-vector-width=512", NULL}},
-    {"avx2", 1, {"-mavx2", "-mfma", NULL}},
-    {"generic", 0, {NULL}},
+    {"avx512", 1, 16, {"-mavx512f", "-mavx512dq", "-mavx512bw", "-mavx512vl", "-mavx2", "-mfma", "-mprefer-vector-width=512", NULL}},
+    {"avx2", 1, 8, {"-mavx2", "-mfma", NULL}},
+    {"generic", 0, 4, {NULL}},
 };
 
 /* No -fno-trapping-math: with it GCC 12 folds `(a == b) ? a : b` read by a
@@ -46,6 +48,13 @@ static int isa_fma(const char *isa)
     return 0;
 }
 
+static int isa_vw(const char *isa)
+{
+    for (size_t t = 0; t < sizeof isa_flags / sizeof *isa_flags; t++)
+        if (!strcmp(isa_flags[t].isa, isa)) return isa_flags[t].vw;
+    return 4;
+}
+
 int ps_codegen_covers(const ps_vprog *prog)
 {
     return prog && prog->n_ops >= 1;
@@ -57,9 +66,13 @@ int ps_codegen_covers(const ps_vprog *prog)
  * where the table contracts a * b + c, else the two roundings), so
  * compiled programs compute the interpreter's values; in log's
  * y = t * z * p; y += fe * c the product fe * c is the fused one. */
-static void emit_prelude(FILE *f, int fma)
+static void emit_prelude(FILE *f, int fma, int vw)
 {
     fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n", f);
+    /* the vectors of box sums' column sums (emit_box_chunk) */
+    fprintf(f, "typedef float ps_vf __attribute__((vector_size(%d)));\n", 4 * vw);
+    fprintf(f, "typedef float ps_vfu __attribute__((vector_size(%d), aligned(4), may_alias));\n", 4 * vw);
+    fprintf(f, "typedef int32_t ps_vi __attribute__((vector_size(%d)));\n", 4 * vw);
     fputs(fma ? "#define F(a, b, c) fmaf((a), (b), (c))\n" : "#define F(a, b, c) ((a) * (b) + (c))\n", f);
     /* negation (the NEG operation, the negated operands of FMS, FNMA and
      * MSM) as the sign bit's flip: GCC folds -fmaf(a, b, c) into
@@ -133,6 +146,7 @@ typedef struct names {
     const ps_vprog *prog;
     const char *const *in;
     const char *out;
+    const char *type;       /* the registers' type, NULL: float */
 } names;
 
 static int is_const_reg(const ps_vprog *prog, int r)
@@ -259,7 +273,7 @@ static int emit_body(FILE *f, const ps_vprog *prog, int fma, const names *nm)
     for (int r = 0; r < prog->n_regs; r++) {
         int is_const = 0;
         for (int c = 0; c < prog->n_consts; c++) is_const |= prog->const_reg[c] == r;
-        if (!is_const) fprintf(f, "        float %s%d;\n", nm->reg, r);
+        if (!is_const) fprintf(f, "        %s %s%d;\n", nm->type ? nm->type : "float", nm->reg, r);
     }
     for (int o = 0; o < prog->n_ops; o++)
         if (!emit_op(f, &prog->ops[o], fma, nm)) return 0;
@@ -281,7 +295,7 @@ static int emit_prog(FILE *f, const ps_vprog *prog, int index, int fma)
         snprintf(in_text[j], sizeof in_text[j], "i%d[i]", j);
         in[j] = in_text[j];
     }
-    const names nm = {"r", NULL, prog, in, "out[i]"};
+    const names nm = {"r", NULL, prog, in, "out[i]", NULL};
     emit_consts(f, prog, "r");
     fputs("    for (int64_t i = 0; i < n; i++) {\n", f);
     if (!emit_body(f, prog, fma, &nm)) return 0;
@@ -302,6 +316,181 @@ int ps_codegen_covers_taps(const ps_tprog *tp)
     return 1;
 }
 
+/* Tap t of term j (output row b's rows and offsets row/off, ld inputs a
+ * tap) into local p: the inlined producer's operations on its inputs'
+ * elements, or the one row's element; at = NULL: at column i, else the
+ * vector of columns from the C expression at (emit_box_chunk). */
+static int emit_tap_at(FILE *f, const ps_tap_term *T, int j, int t, const int *row, const int *off, int ld, int fma,
+                       const char *sfx, const char *p, const char *at)
+{
+    char in_text[PS_POINTWISE_MAX_INPUTS][96];
+    const char *in[PS_POINTWISE_MAX_INPUTS];
+    const int n_in = T->inl ? prog_inputs(T->inl) : 1;
+    for (int k = 0; k < n_in; k++) {
+        if (at) snprintf(in_text[k], sizeof in_text[k], "(*(const ps_vfu *)(q%d + %s + %d))", row[t * ld + k], at, off[t * ld + k]);
+        else snprintf(in_text[k], sizeof in_text[k], "q%d[i + %d]", row[t * ld + k], off[t * ld + k]);
+        in[k] = in_text[k];
+    }
+    const char *type = at ? "ps_vf" : "float";
+    if (!T->inl) {
+        fprintf(f, "        const %s %s = %s;\n", type, p, in[0]);
+        return 1;
+    }
+    char reg[48], kreg[16];
+    snprintf(reg, sizeof reg, "t%d%s_", j, sfx);
+    snprintf(kreg, sizeof kreg, "t%d_", j);
+    fprintf(f, "        %s %s;\n", type, p);
+    const names nm = {reg, kreg, T->inl, in, p, type};
+    return emit_body(f, T->inl, fma, &nm);
+}
+
+/* Whether prog's operations are written the same for vectors of GCC's
+ * vector extension as for floats (element-wise, the same roundings): copies,
+ * + - * / only (fmaf and the functions take floats). */
+static int vector_safe(const ps_vprog *prog)
+{
+    for (int o = 0; o < prog->n_ops; o++) {
+        const ps_vop *op = &prog->ops[o];
+        if (op->op >= PS_VOP_FMA) return 0;
+        const int ar = ps_expr_arity((ps_expr_op)op->op);
+        if (ar == 0) continue;
+        if (ar != 2 || !(op->op == PS_EXPR_ADD || op->op == PS_EXPR_SUB || op->op == PS_EXPR_MUL || op->op == PS_EXPR_DIV))
+            return 0;
+    }
+    return 1;
+}
+static int emit_tap_value(FILE *f, const ps_tap_term *T, int j, int t, const int *row, const int *off, int ld, int fma,
+                          const char *sfx, const char *p)
+{
+    return emit_tap_at(f, T, j, t, row, off, ld, fma, sfx, p, NULL);
+}
+
+/* The tap of box term T in row r, column s. */
+static int box_tap(const ps_tap_term *T, int r, int s)
+{
+    for (int t = 0; t < T->n_taps; t++)
+        if (T->box_row[t] == r && T->box_dx[t] - T->box_dx0 == s) return t;
+    return -1;
+}
+
+/* Box term j's sum at column i added to local a<j><sfx> (holding the
+ * bias): box_sum's order. */
+static int emit_box_sum(FILE *f, const ps_tap_term *T, int j, const int *row, const int *off, int ld, int fma,
+                        const char *sfx, const char *p)
+{
+    fprintf(f, "        float c%d%s;\n", j, sfx);
+    for (int s = 0; s < T->box_s; s++)
+        for (int r = 0; r < T->box_r; r++) {
+            const int t = box_tap(T, r, s);
+            fputs("        {\n", f);
+            if (t < 0 || !emit_tap_value(f, T, j, t, row, off, ld, fma, sfx, p)) return 0;
+            if (r == 0) fprintf(f, "        c%d%s = %s;\n", j, sfx, p);
+            else fprintf(f, "        c%d%s = c%d%s + %s;\n", j, sfx, j, sfx, p);
+            if (r == T->box_r - 1) fprintf(f, "        a%d%s = a%d%s + c%d%s;\n", j, sfx, j, sfx, j, sfx);
+            fputs("        }\n", f);
+        }
+    return 1;
+}
+
+/* Floats of a box term's sums a tap program keeps per chunk of columns
+ * (emit_box_chunk): its chunk, in L1 beside the rows. */
+#define PS_BOX_CHUNK 256
+
+/* Whether tap program tp runs its box sums by columns (emit_box_chunk):
+ * a reader's program with at least one box term, every box term's
+ * inlined producer vector-safe and its columns within two vectors. */
+static int box_columns_fit(const ps_tprog *tp, int vw)
+{
+    int n_box = 0;
+    if (tp->n_out) return 0;
+    for (int j = 0; j < tp->n_terms; j++) {
+        const ps_tap_term *T = &tp->term[j];
+        if (!T->box_s) continue;
+        if (T->box_s - 1 > vw || (T->inl && !vector_safe(T->inl))) return 0;
+        n_box++;
+    }
+    return n_box > 0;
+}
+
+/* Column sum of box term j at the vector of columns `at` into vector local
+ * var: each row's tap (column 0 of the box) added in row order. */
+static int emit_column(FILE *f, const ps_tap_term *T, int j, const int *row, const int *off, int ld, int fma,
+                       const char *sfx, const char *var, const char *at)
+{
+    fprintf(f, "        ps_vf %s;\n", var);
+    for (int r = 0; r < T->box_r; r++) {
+        const int t = box_tap(T, r, 0);
+        fputs("        {\n", f);
+        if (t < 0 || !emit_tap_at(f, T, j, t, row, off, ld, fma, sfx, "pv", at)) return 0;
+        if (r == 0) fprintf(f, "        %s = pv;\n", var);
+        else fprintf(f, "        %s = %s + pv;\n", var, var);
+        fputs("        }\n", f);
+    }
+    return 1;
+}
+
+/* The box terms' sums for the R output rows over the chunk's m columns
+ * from i0, term j's for row b into sb<j>_<b>: by vectors, in one loop so
+ * the compiler loads each row and computes each product once for every
+ * term and row that reads it, each column sum computed once (a vector u
+ * of them, the next vector v) and the box's columns as u and v's lanes
+ * shifted in (box_sum's order: the bias, then column 0, 1, ...); vectors
+ * only where the next vector's loads stay within the columns every box's
+ * taps read (i + 2 vw <= n + box_s - 1), the rest one column at a time. */
+static int emit_box_chunk(FILE *f, const ps_tprog *tp, int R, int fma, int vw)
+{
+    int s_min = INT_MAX;
+    for (int j = 0; j < tp->n_terms; j++)
+        if (tp->term[j].box_s && tp->term[j].box_s < s_min) s_min = tp->term[j].box_s;
+    char var[32], at[48], sfx[16];
+    fprintf(f, "    {\n        int64_t k = 0;\n        if (i0 + %d <= n + %d) {\n", 2 * vw, s_min - 1);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass)
+            fprintf(f, "        for (; k + %d <= m && i0 + k + %d <= n + %d; k += %d) {\n", vw, 2 * vw, s_min - 1, vw);
+        snprintf(at, sizeof at, pass ? "i0 + k + %d" : "i0", vw);
+        for (int b = 0; b < R; b++)
+            for (int j = 0; j < tp->n_terms; j++) {
+                const ps_tap_term *T = &tp->term[j];
+                if (!T->box_s) continue;
+                const size_t cnt = (size_t)T->n_taps * (size_t)(T->n_inl_in > 0 ? T->n_inl_in : 1);
+                const int ld = T->n_inl_in > 0 ? T->n_inl_in : 1;
+                snprintf(sfx, sizeof sfx, "_%d", b);
+                snprintf(var, sizeof var, "%c%d_%d", pass ? 'v' : 'u', j, b);
+                if (!emit_column(f, T, j, T->tap_row + (size_t)b * cnt, T->tap_off + (size_t)b * cnt, ld, fma, sfx, var, at))
+                    return 0;
+            }
+        if (!pass) continue;
+        for (int b = 0; b < R; b++)
+            for (int j = 0; j < tp->n_terms; j++) {
+                const ps_tap_term *T = &tp->term[j];
+                if (!T->box_s) continue;
+                fprintf(f, "        {\n        ps_vf a = b%d + u%d_%d;\n", j, j, b);
+                for (int s = 1; s < T->box_s; s++) {
+                    fprintf(f, "        a = a + __builtin_shuffle(u%d_%d, v%d_%d, (ps_vi){", j, b, j, b);
+                    for (int l = 0; l < vw; l++) fprintf(f, "%s%d", l ? ", " : "", s + l);
+                    fputs("});\n", f);
+                }
+                fprintf(f, "        *(ps_vf *)(sb%d_%d + k) = a;\n        u%d_%d = v%d_%d;\n        }\n", j, b, j, b, j, b);
+            }
+        fputs("        }\n", f);
+    }
+    fputs("        }\n        for (; k < m; k++) {\n        const int64_t i = i0 + k;\n", f);
+    for (int b = 0; b < R; b++)
+        for (int j = 0; j < tp->n_terms; j++) {
+            const ps_tap_term *T = &tp->term[j];
+            if (!T->box_s) continue;
+            const size_t cnt = (size_t)T->n_taps * (size_t)(T->n_inl_in > 0 ? T->n_inl_in : 1);
+            const int ld = T->n_inl_in > 0 ? T->n_inl_in : 1;
+            snprintf(sfx, sizeof sfx, "_%d", b);
+            fprintf(f, "        {\n        float a%d%s = b%d;\n", j, sfx, j);
+            if (!emit_box_sum(f, T, j, T->tap_row + (size_t)b * cnt, T->tap_off + (size_t)b * cnt, ld, fma, sfx, "p"))
+                return 0;
+            fprintf(f, "        sb%d%s[k] = a%d%s;\n        }\n", j, sfx, j, sfx);
+        }
+    fputs("        }\n    }\n", f);
+    return 1;
+}
+
 /* The loop body of tap program tp for output row b's element (`out`), its
  * locals suffixed `sfx` so the bodies of several rows share one scope: each term's value in a local (a
  * row's element, or the sum over its taps with the inlined producer's
@@ -309,11 +498,13 @@ int ps_codegen_covers_taps(const ps_tprog *tp)
  * (sibling sums: each term stored to its output o<b * n_terms + j>).
  * The sum runs as the row kernels' (kernels/rows_isa.c sum): from the
  * bias, one multiply-add per tap in tap order, contracted where the table
- * contracts; the clamp as its clamp: max first, then min. */
-static int emit_tap_body(FILE *f, const ps_tprog *tp, int fma, const char *out, int b, const char *sfx)
+ * contracts; a box stage's as box_sum: each column summed over the rows,
+ * the columns added to the bias in order; the clamp as its clamp: max
+ * first, then min. */
+static int emit_tap_body(FILE *f, const ps_tprog *tp, int fma, const char *out, int b, const char *sfx, int from_buf)
 {
-    char in_text[PS_POINTWISE_MAX_INPUTS][48], x_text[PS_POINTWISE_MAX_INPUTS][32], p[24];
-    const char *in[PS_POINTWISE_MAX_INPUTS], *x[PS_POINTWISE_MAX_INPUTS];
+    char x_text[PS_POINTWISE_MAX_INPUTS][32], p[24];
+    const char *x[PS_POINTWISE_MAX_INPUTS];
     snprintf(p, sizeof p, "p%s", sfx);
     for (int j = 0; j < tp->n_terms; j++) {
         const ps_tap_term *T = &tp->term[j];
@@ -325,31 +516,25 @@ static int emit_tap_body(FILE *f, const ps_tprog *tp, int fma, const char *out, 
             fprintf(f, "        const float x%d%s = q%d[i + %d];\n", j, sfx, row[0], off[0]);
             continue;
         }
-        const int n_in = T->inl ? prog_inputs(T->inl) : 1, ld = T->n_inl_in > 0 ? T->n_inl_in : 1;
-        fprintf(f, "        float a%d%s = b%d;\n", j, sfx, j);
-        for (int t = 0; t < T->n_taps; t++) {
-            for (int k = 0; k < n_in; k++) {
-                snprintf(in_text[k], sizeof in_text[k], "q%d[i + %d]", row[t * ld + k], off[t * ld + k]);
-                in[k] = in_text[k];
+        const int ld = T->n_inl_in > 0 ? T->n_inl_in : 1;
+        if (T->box_s && from_buf) {
+            fprintf(f, "        float a%d%s = sb%d%s[k];\n", j, sfx, j, sfx);
+        } else if (T->box_s) {
+            fprintf(f, "        float a%d%s = b%d;\n", j, sfx, j);
+            if (!emit_box_sum(f, T, j, row, off, ld, fma, sfx, p)) return 0;
+        } else {
+            fprintf(f, "        float a%d%s = b%d;\n", j, sfx, j);
+            for (int t = 0; t < T->n_taps; t++) {
+                fputs("        {\n", f);
+                if (!emit_tap_value(f, T, j, t, row, off, ld, fma, sfx, p)) return 0;
+                /* a weight of +-1 (a box sum): the multiply-add rounds as the
+                 * plain sum, which runs on the adders, beside the products */
+                if (T->w && (T->w[t] == 1.0f || T->w[t] == -1.0f))
+                    fprintf(f, "        a%d%s = a%d%s %c %s;\n", j, sfx, j, sfx, T->w[t] > 0 ? '+' : '-', p);
+                else if (fma) fprintf(f, "        a%d%s = fmaf(w%d_%d, %s, a%d%s);\n", j, sfx, j, t, p, j, sfx);
+                else fprintf(f, "        a%d%s = a%d%s + w%d_%d * %s;\n", j, sfx, j, sfx, j, t, p);
+                fputs("        }\n", f);
             }
-            fputs("        {\n", f);
-            if (T->inl) {
-                char reg[24], kreg[16];
-                snprintf(reg, sizeof reg, "t%d%s_", j, sfx);
-                snprintf(kreg, sizeof kreg, "t%d_", j);
-                fprintf(f, "        float %s;\n", p);
-                const names nm = {reg, kreg, T->inl, in, p};
-                if (!emit_body(f, T->inl, fma, &nm)) return 0;
-            } else {
-                fprintf(f, "        const float %s = %s;\n", p, in[0]);
-            }
-            /* a weight of +-1 (a box sum): the multiply-add rounds as the
-             * plain sum, which runs on the adders, beside the products */
-            if (T->w && (T->w[t] == 1.0f || T->w[t] == -1.0f))
-                fprintf(f, "        a%d%s = a%d%s %c %s;\n", j, sfx, j, sfx, T->w[t] > 0 ? '+' : '-', p);
-            else if (fma) fprintf(f, "        a%d%s = fmaf(w%d_%d, %s, a%d%s);\n", j, sfx, j, t, p, j, sfx);
-            else fprintf(f, "        a%d%s = a%d%s + w%d_%d * %s;\n", j, sfx, j, sfx, j, t, p);
-            fputs("        }\n", f);
         }
         if (T->act) {
             fprintf(f, "        {\n        const float v%s = (a%d%s > ", sfx, j, sfx);
@@ -370,7 +555,7 @@ static int emit_tap_body(FILE *f, const ps_tprog *tp, int fma, const char *out, 
     }
     char reg[24];
     snprintf(reg, sizeof reg, "r%s_", sfx);
-    const names nm = {reg, "r", tp->prog, x, out};
+    const names nm = {reg, "r", tp->prog, x, out, NULL};
     return emit_body(f, tp->prog, fma, &nm);
 }
 
@@ -378,7 +563,7 @@ static int emit_tap_body(FILE *f, const ps_tprog *tp, int fma, const char *out, 
  * two rows per call: both rows' bodies in one iteration, where the
  * compiler loads the rows they share and computes the inlined producer at
  * their common taps once. */
-static int emit_tprog(FILE *f, const ps_tprog *tp, int index, int fma)
+static int emit_tprog(FILE *f, const ps_tprog *tp, int index, int fma, int vw)
 {
     const int R = tp->rows_per_call > 1 ? tp->rows_per_call : 1;
     if (R > 2) return 0;
@@ -410,14 +595,25 @@ static int emit_tprog(FILE *f, const ps_tprog *tp, int index, int fma)
             emit_consts(f, T->inl, reg);
         }
     }
-    fputs("#pragma GCC unroll 2\n    for (int64_t i = 0; i < n; i++) {\n", f);
+    const int by_columns = box_columns_fit(tp, vw);
+    if (by_columns) {
+        for (int j = 0; j < tp->n_terms; j++)
+            for (int b = 0; b < R && tp->term[j].box_s; b++)
+                fprintf(f, "    float sb%d_%d[%d] __attribute__((aligned(64)));\n", j, b, PS_BOX_CHUNK);
+        fprintf(f, "    for (int64_t i0 = 0; i0 < n; i0 += %d) {\n    const int64_t m = n - i0 < %d ? n - i0 : %d;\n",
+                PS_BOX_CHUNK, PS_BOX_CHUNK, PS_BOX_CHUNK);
+        if (!emit_box_chunk(f, tp, R, fma, vw)) return 0;
+        fputs("#pragma GCC unroll 2\n    for (int64_t k = 0; k < m; k++) {\n        const int64_t i = i0 + k;\n", f);
+    } else {
+        fputs("#pragma GCC unroll 2\n    for (int64_t i = 0; i < n; i++) {\n", f);
+    }
     for (int b = 0; b < R; b++) {
         char out[24], sfx[16];
         snprintf(out, sizeof out, "out%d[i]", b);
         snprintf(sfx, sizeof sfx, "_%d", b);
-        if (!emit_tap_body(f, tp, fma, out, b, sfx)) return 0;
+        if (!emit_tap_body(f, tp, fma, out, b, sfx, by_columns)) return 0;
     }
-    fputs("    }\n}\n\n", f);
+    fputs(by_columns ? "    }\n    }\n}\n\n" : "    }\n}\n\n", f);
     return 1;
 }
 
@@ -560,7 +756,7 @@ ps_status ps_codegen_compile(const ps_context *ctx, const char *isa, ps_vprog *c
             break;
         }
         const int ok = i < n_progs ? emit_prog(g, progs[i], i, isa_fma(isa))
-                                   : emit_tprog(g, taps[i - n_progs], i - n_progs, isa_fma(isa));
+                                   : emit_tprog(g, taps[i - n_progs], i - n_progs, isa_fma(isa), isa_vw(isa));
         if (fclose(g) != 0 || !text[i]) st = PS_ERR_OUT_OF_MEMORY;
         else if (!ok) {
             free(text[i]);
@@ -580,7 +776,7 @@ ps_status ps_codegen_compile(const ps_context *ctx, const char *isa, ps_vprog *c
             st = PS_ERR_OUT_OF_MEMORY;
             break;
         }
-        emit_prelude(f, isa_fma(isa));
+        emit_prelude(f, isa_fma(isa), isa_vw(isa));
         for (int i = 0, k = 0; i < n; i++)
             if (text[i]) {
                 if (k % n_units == u) {

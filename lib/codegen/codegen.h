@@ -59,6 +59,12 @@ typedef struct ps_tap_term {
     /* rows_per_call x max(1, n_taps) x max(1, n_inl_in): the row and offset
      * of output row b's tap t, input k */
     int *tap_row, *tap_off;
+    /* box_s > 0: the sum is a box stage's (graph_exec.h ps_gx_stage.box_s),
+     * box_r rows of box_s columns, summed in its order; tap t is in row
+     * box_row[t] and column box_dx[t] - box_dx0 (both the stage's arrays,
+     * not owned) */
+    int box_r, box_s, box_dx0;
+    const int *box_row, *box_dx;
 } ps_tap_term;
 
 typedef struct ps_tprog {

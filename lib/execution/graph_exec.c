@@ -197,6 +197,20 @@ static void mix_row(const ps_graph_plan *pl, const ps_pstage *S, int64_t k, floa
     for (int ci = 0; ci < n_in; ci++) tb->src[ci] -= w;
 }
 
+/* n outputs of a planar sum stencil from its taps src (tap order) or, for
+ * a box stage, from its rows at column `off` (rows[r] at its dx_min). */
+static void stencil_sum(const ps_row_kernels *K, const ps_pstage *S, const ps_gx_stage *X, float *out, int64_t n,
+                        const float *const *src, const float *const *rows, int64_t off, const float *w, float bias)
+{
+    if (!X->box_s) {
+        K->sum(out, n, src, w, S->n_taps, S->sx, bias);
+        return;
+    }
+    const float *at[PS_BOX_MAX_TAPS / 2];
+    for (int r = 0; r < X->n_rows; r++) at[r] = rows[r] + off;
+    K->box_sum(out, n, at, X->n_rows, X->box_s, bias);
+}
+
 /* One row segment of one channel of a stencil, channel mix or resampling
  * stage: row y, columns [x0, x0 + w), into dst (contiguous). */
 static void stage_row(const ps_graph_plan *pl, int s, int64_t c, int64_t y, int64_t x0, int64_t w, const view *in,
@@ -229,7 +243,7 @@ static void stage_row(const ps_graph_plan *pl, int s, int64_t c, int64_t y, int6
             float *dp = dst + (a - x0);
             const float bias = S->bias ? S->bias[c] : 0.0f;
             if (!in[0].prefetch) {
-                if (S->reduce == PS_REDUCE_SUM) K->sum(dp, np, tb->src, wts, S->n_taps, S->sx, bias);
+                if (S->reduce == PS_REDUCE_SUM) stencil_sum(K, S, X, dp, np, tb->src, tb->rowp, 0, wts, bias);
                 else K->maxmin(dp, np, tb->src, wts, S->n_taps, S->sx, S->reduce == PS_REDUCE_MAX);
                 if (S->act) K->clamp(dp, np, S->act_lo, S->act_hi);
                 continue;
@@ -238,7 +252,7 @@ static void stage_row(const ps_graph_plan *pl, int s, int64_t c, int64_t y, int6
             const int64_t next = S->sy * y + X->row_dy[X->n_rows - 1] + 1, piece = pl->prefetch_piece;
             for (int64_t off = 0; off < np; off += piece) {
                 int64_t n = np - off < piece ? np - off : piece;
-                if (S->reduce == PS_REDUCE_SUM) K->sum(dp + off, n, tb->src, wts, S->n_taps, S->sx, bias);
+                if (S->reduce == PS_REDUCE_SUM) stencil_sum(K, S, X, dp + off, n, tb->src, tb->rowp, off, wts, bias);
                 else K->maxmin(dp + off, n, tb->src, wts, S->n_taps, S->sx, S->reduce == PS_REDUCE_MAX);
                 if (S->act) K->clamp(dp + off, n, S->act_lo, S->act_hi);
                 prefetch_rows(&in[0], c, next, next + S->sy, xs + S->sx * off, S->sx * (n - 1) + (X->dx_max - X->dx_min) + 1);
@@ -1003,7 +1017,7 @@ static void compute_taps_edge(const ps_graph_plan *pl, const ps_gx_group *g, con
                                        n, inputs, outputs, ws, tb);
         for (int t = 0; t < S->n_taps; t++) tb->src[t] = tb->rowp[X->tap_row[t]] + (S->dx[t] - X->dx_min);
         const float *wts = S->w + (S->per_channel ? c * S->n_taps : 0);
-        pl->k->sum(chunk, len, tb->src, wts, S->n_taps, 1, S->bias ? S->bias[c] : 0.0f);
+        stencil_sum(pl->k, S, X, chunk, len, tb->src, tb->rowp, 0, wts, S->bias ? S->bias[c] : 0.0f);
         if (S->act) pl->k->clamp(chunk, len, S->act_lo, S->act_hi);
     }
     for (int j = 0; j < T->n_terms; j++) {

@@ -136,6 +136,9 @@ typedef struct ps_gx_step {
 } ps_gx_step;
 
 /* Per-stage executor facts. */
+/* Taps of a box stage (ps_gx_stage.box_s): at most this many. */
+#define PS_BOX_MAX_TAPS 64
+
 typedef struct ps_gx_stage {
     int group;
     size_t ws_off;         /* workspace tensor offset in floats; SIZE_MAX: none */
@@ -164,6 +167,14 @@ typedef struct ps_gx_stage {
      * (dy[t] = dy[0] + t, dx 0, unit strides: blur_y): pairs of output rows
      * run as one sum_pair call, each input row loaded once for both */
     int vline;
+    /* > 0: a planar sum of column stride 1 whose taps are every (row, column)
+     * of its n_rows distinct rows and box_s consecutive columns from dx_min,
+     * once each, all of weight 1 (a box filter): its value is defined as the
+     * separable sum kernels.h box_sum computes (each column summed over the
+     * rows in row_dy's order, the columns added to the bias in order), which
+     * a compiled tap program computes once per column for the outputs that
+     * share it; 0 otherwise (the sum in tap order) */
+    int box_s;
     /* convolution on pixel rows: batch-reduce GEMMs over the taps of n
      * output pixels (m = K, k = C, ldb = stride * C, ldc = K, beta 1 over a
      * bias-filled block), conv_k[n] for n = 1 .. PS_CONV_NB */

@@ -150,6 +150,13 @@ typedef struct ps_row_kernels {
      * for the two outputs instead of once per output row. */
     void (*sum_pair)(float *restrict out0, float *restrict out1, int64_t n, const float *const *rows, const float *w,
                      int n_taps, float init);
+    /* A unit-weight box sum of n_rows x n_cols taps, as a separable sum:
+     * out[i] = init + c[i][0] + ... + c[i][n_cols - 1], added in that order,
+     * where c[i][s] = rows[0][i + s] + ... + rows[n_rows - 1][i + s] in row
+     * order. This order is the box stage's definition (graph_exec.h,
+     * ps_gx_stage.box_s): a compiled tap program computes each column sum
+     * once for the outputs that share it and gets these values bit for bit. */
+    void (*box_sum)(float *restrict out, int64_t n, const float *const *rows, int n_rows, int n_cols, float init);
     /* Pixel rows (channels last, C channels per pixel): pixel i of out (at
      * out + i * ops) = bias + sum over t of w[t * C + c] * src[t][i * step + c]
      * (bias may be NULL: 0); the depthwise convolution, average pooling and

@@ -1222,6 +1222,31 @@ static void stream_copy(float *restrict dst, const float *restrict src, int64_t 
 
 static void stream_fence(void) { _mm_sfence(); }
 
+/* kernels.h box_sum: per output vector, each column's sum over the rows,
+ * then the columns added to init in order (the scalar loop the same). */
+static void box_sum_rows(float *restrict out, int64_t n, const float *const *rows, int n_rows, int n_cols, float init)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v16 a = splat(init);
+        for (int s = 0; s < n_cols; s++) {
+            v16 c = ld(rows[0] + i + s);
+            for (int r = 1; r < n_rows; r++) c += ld(rows[r] + i + s);
+            a += c;
+        }
+        st(out + i, a);
+    }
+    for (; i < n; i++) {
+        float a = init;
+        for (int s = 0; s < n_cols; s++) {
+            float c = rows[0][i + s];
+            for (int r = 1; r < n_rows; r++) c += rows[r][i + s];
+            a += c;
+        }
+        out[i] = a;
+    }
+}
+
 const ps_row_kernels PS_KERNEL_TABLE = {
     .isa = PS_KERNEL_ISA_NAME,
     .vector_floats = PS_KERNEL_VECTOR_FLOATS,
@@ -1237,6 +1262,7 @@ const ps_row_kernels PS_KERNEL_TABLE = {
     .sum_disjoint = sum_disjoint_rows,
     .sum_runs = sum_runs_rows,
     .sum_pair = sum_pair_rows,
+    .box_sum = box_sum_rows,
     .px_sum = px_sum_rows,
     .px_grid = px_grid_rows,
     .px_small_gemm = px_small_gemm_rows,

@@ -154,6 +154,27 @@ static ps_status check_options(const ps_graph *g, const ps_graph_options *o)
     return PS_SUCCESS;
 }
 
+/* ps_gx_stage.box_s of S (its rows in X): the column count of a planar
+ * unit-weight sum over a full grid of at least 2 x 2 taps, else 0. */
+static int box_columns(const ps_pstage *S, const ps_gx_stage *X)
+{
+    const int gs = X->dx_max - X->dx_min + 1;
+    if (S->px || S->reduce != PS_REDUCE_SUM || S->sx != 1 || S->n_in != 1 || X->n_rows < 2 || gs < 2 ||
+        S->n_taps != X->n_rows * gs || S->n_taps > PS_BOX_MAX_TAPS)
+        return 0;
+    const int64_t n_w = (int64_t)S->n_taps * (S->per_channel ? S->c : 1);
+    for (int64_t i = 0; i < n_w; i++)
+        if (S->w[i] != 1.0f) return 0;
+    /* every (row, column) once: n_rows * gs taps, none repeated */
+    unsigned char seen[PS_BOX_MAX_TAPS] = {0};
+    for (int t = 0; t < S->n_taps; t++) {
+        const int cell = X->tap_row[t] * gs + (S->dx[t] - X->dx_min);
+        if (seen[cell]) return 0;
+        seen[cell] = 1;
+    }
+    return gs;
+}
+
 /* Stencil taps grouped by row: each distinct dy is fetched once per output row. */
 static ps_status stencil_rows(const ps_pstage *S, ps_gx_stage *X)
 {
@@ -177,6 +198,7 @@ static ps_status stencil_rows(const ps_pstage *S, ps_gx_stage *X)
                 X->n_rows == S->n_taps && S->n_taps <= PS_SUM_PAIR_MAX_TAPS;
     for (int t = 0; t < S->n_taps && vline; t++) vline = X->tap_row[t] == t && S->dy[t] == S->dy[0] + t;
     X->vline = vline;
+    X->box_s = box_columns(S, X);
     return PS_SUCCESS;
 }
 

@@ -35,6 +35,16 @@ void ps_graph_taps_free(ps_gx_member *M)
     M->stap = M->stap2 = NULL;
 }
 
+/* A term's box fields from its stencil S (rows and columns in XS). */
+static void term_box(ps_tap_term *X, const ps_pstage *S, const ps_gx_stage *XS)
+{
+    X->box_s = XS->box_s;
+    X->box_r = XS->box_s ? XS->n_rows : 0;
+    X->box_dx0 = XS->dx_min;
+    X->box_row = XS->box_s ? XS->tap_row : NULL;
+    X->box_dx = XS->box_s ? S->dx : NULL;
+}
+
 /* Taps of one sum a tap program writes out per output vector: beyond this
  * the loop's code outgrows the instruction cache's benefit. */
 #define PS_TAP_MAX_STENCIL_TAPS 49
@@ -221,6 +231,7 @@ ps_status ps_graph_taps_plan(ps_graph_plan *pl, ps_gx_group *G)
                     X->hi = S->act_hi;
                     X->inl = inl ? &PS->prog : NULL;
                     X->n_inl_in = inl ? PS->n_in : 0;
+                    term_box(X, S, &pl->xs[G->mem[sk].stage]);
                     X->tap_row = malloc((size_t)S->n_taps * (size_t)ld * sizeof *X->tap_row);
                     X->tap_off = malloc((size_t)S->n_taps * (size_t)ld * sizeof *X->tap_off);
                     if (!X->tap_row || !X->tap_off) {
@@ -372,6 +383,7 @@ static ps_tprog *sib_program(const ps_graph_plan *pl, const ps_gx_group *G, cons
         X->act = S->act;
         X->lo = S->act_lo;
         X->hi = S->act_hi;
+        term_box(X, S, &pl->xs[G->mem[set[j]].stage]);
         X->tap_row = malloc((size_t)R * (size_t)S->n_taps * sizeof *X->tap_row);
         X->tap_off = malloc((size_t)R * (size_t)S->n_taps * sizeof *X->tap_off);
         if (!X->tap_row || !X->tap_off) {

@@ -271,6 +271,45 @@ static void test_up2(const ps_row_kernels *k)
     free(vbuf), free(o), free(a), free(f);
 }
 
+/* box_sum against its definition written out (each column's sum over the
+ * rows, the columns added to init in order): the same values bit for bit,
+ * for every length (vector body and remainder), box shape and row
+ * misalignment, and nothing written past n. */
+static void test_box_sum(const ps_row_kernels *k)
+{
+    enum { MAXN = 200, MAXR = 5, MAXS = 7, PAD = 16 };
+    float *rows_buf = tu_alloc_f(MAXR * (MAXN + MAXS + PAD)), *o = tu_alloc_f(MAXN + PAD), *want = tu_alloc_f(MAXN);
+    const float sentinel = -3.5f;
+    int bad = 0;
+    for (int trial = 0; trial < 300 && !bad; trial++) {
+        const int64_t n = tu_range(&rng, 1, MAXN);
+        const int R = (int)tu_range(&rng, 2, MAXR), S = (int)tu_range(&rng, 2, MAXS);
+        const float init = frand();
+        const float *rows[MAXR];
+        for (int r = 0; r < R; r++) {
+            float *row = rows_buf + r * (MAXN + MAXS + PAD) + tu_range(&rng, 0, 15);
+            for (int64_t i = 0; i < n + S - 1; i++) row[i] = frand() * (float)(1 << tu_range(&rng, 0, 12));
+            rows[r] = row;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            float a = init;
+            for (int s = 0; s < S; s++) {
+                float c = rows[0][i + s];
+                for (int r = 1; r < R; r++) c = c + rows[r][i + s];
+                a = a + c;
+            }
+            want[i] = a;
+        }
+        for (int64_t i = 0; i < MAXN + PAD; i++) o[i] = sentinel;
+        k->box_sum(o, n, rows, R, S, init);
+        bad = memcmp(o, want, (size_t)n * sizeof *o) != 0;
+        for (int64_t i = n; i < MAXN + PAD; i++) bad |= memcmp(&o[i], &sentinel, sizeof sentinel) != 0;
+        TU_CHECK(!bad, "%s box_sum: %d x %d box over %lld columns differs from its definition or wrote past n", k->isa,
+                 R, S, (long long)n);
+    }
+    free(rows_buf), free(o), free(want);
+}
+
 int main(void)
 {
     const ps_row_kernels *tables[3];
@@ -283,7 +322,8 @@ int main(void)
         test_sum_pair(tables[i]);
         test_sum_run2(tables[i]);
         test_up2(tables[i]);
-        printf("%s pixel-row kernels, sum_pair, the step-2 line sum and bilinear x2 checked\n", tables[i]->isa);
+        test_box_sum(tables[i]);
+        printf("%s pixel-row kernels, sum_pair, the step-2 line sum, bilinear x2 and box sums checked\n", tables[i]->isa);
     }
     return tu_finish("test_px_kernels");
 }
