@@ -412,6 +412,15 @@ static int box_columns_fit(const ps_tprog *tp, int vw)
     return n_box > 0;
 }
 
+/* Term T's rows and offsets for output row b, and its inputs per tap. */
+static void term_taps(const ps_tap_term *T, int b, const int **row, const int **off, int *ld)
+{
+    *ld = T->n_inl_in > 0 ? T->n_inl_in : 1;
+    const size_t cnt = (size_t)(T->n_taps > 0 ? T->n_taps : 1) * (size_t)*ld;
+    *row = T->tap_row + (size_t)b * cnt;
+    *off = T->tap_off + (size_t)b * cnt;
+}
+
 /* Column sum of box term j at the vector of columns `at` into vector local
  * var: each row's tap (column 0 of the box) added in row order. */
 static int emit_column(FILE *f, const ps_tap_term *T, int j, const int *row, const int *off, int ld, int fma,
@@ -452,12 +461,12 @@ static int emit_box_chunk(FILE *f, const ps_tprog *tp, int R, int fma, int vw)
             for (int j = 0; j < tp->n_terms; j++) {
                 const ps_tap_term *T = &tp->term[j];
                 if (!T->box_s) continue;
-                const size_t cnt = (size_t)T->n_taps * (size_t)(T->n_inl_in > 0 ? T->n_inl_in : 1);
-                const int ld = T->n_inl_in > 0 ? T->n_inl_in : 1;
+                const int *row, *off;
+                int ld;
+                term_taps(T, b, &row, &off, &ld);
                 snprintf(sfx, sizeof sfx, "_%d", b);
                 snprintf(var, sizeof var, "%c%d_%d", pass ? 'v' : 'u', j, b);
-                if (!emit_column(f, T, j, T->tap_row + (size_t)b * cnt, T->tap_off + (size_t)b * cnt, ld, fma, sfx, var, at))
-                    return 0;
+                if (!emit_column(f, T, j, row, off, ld, fma, sfx, var, at)) return 0;
             }
         if (!pass) continue;
         for (int b = 0; b < R; b++)
@@ -479,12 +488,12 @@ static int emit_box_chunk(FILE *f, const ps_tprog *tp, int R, int fma, int vw)
         for (int j = 0; j < tp->n_terms; j++) {
             const ps_tap_term *T = &tp->term[j];
             if (!T->box_s) continue;
-            const size_t cnt = (size_t)T->n_taps * (size_t)(T->n_inl_in > 0 ? T->n_inl_in : 1);
-            const int ld = T->n_inl_in > 0 ? T->n_inl_in : 1;
+            const int *row, *off;
+            int ld;
+            term_taps(T, b, &row, &off, &ld);
             snprintf(sfx, sizeof sfx, "_%d", b);
             fprintf(f, "        {\n        float a%d%s = b%d;\n", j, sfx, j);
-            if (!emit_box_sum(f, T, j, T->tap_row + (size_t)b * cnt, T->tap_off + (size_t)b * cnt, ld, fma, sfx, "p"))
-                return 0;
+            if (!emit_box_sum(f, T, j, row, off, ld, fma, sfx, "p")) return 0;
             fprintf(f, "        sb%d%s[k] = a%d%s;\n        }\n", j, sfx, j, sfx);
         }
     fputs("        }\n    }\n", f);
@@ -508,15 +517,15 @@ static int emit_tap_body(FILE *f, const ps_tprog *tp, int fma, const char *out, 
     snprintf(p, sizeof p, "p%s", sfx);
     for (int j = 0; j < tp->n_terms; j++) {
         const ps_tap_term *T = &tp->term[j];
-        const size_t cnt = (size_t)(T->n_taps > 0 ? T->n_taps : 1) * (size_t)(T->n_inl_in > 0 ? T->n_inl_in : 1);
-        const int *row = T->tap_row + (size_t)b * cnt, *off = T->tap_off + (size_t)b * cnt;
+        const int *row, *off;
+        int ld;
+        term_taps(T, b, &row, &off, &ld);
         snprintf(x_text[j], sizeof x_text[j], "x%d%s", j, sfx);
         x[j] = x_text[j];
         if (T->n_taps == 0) {
             fprintf(f, "        const float x%d%s = q%d[i + %d];\n", j, sfx, row[0], off[0]);
             continue;
         }
-        const int ld = T->n_inl_in > 0 ? T->n_inl_in : 1;
         if (T->box_s && from_buf) {
             fprintf(f, "        float a%d%s = sb%d%s[k];\n", j, sfx, j, sfx);
         } else if (T->box_s) {
