@@ -69,10 +69,22 @@ int ps_codegen_covers(const ps_vprog *prog)
 static void emit_prelude(FILE *f, int fma, int vw)
 {
     fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n", f);
-    /* the vectors of box sums' column sums (emit_box_chunk) */
+    /* the vectors of box sums (emit_box_columns) and their operations (emit_op with names.vec) */
     fprintf(f, "typedef float ps_vf __attribute__((vector_size(%d)));\n", 4 * vw);
     fprintf(f, "typedef float ps_vfu __attribute__((vector_size(%d), aligned(4), may_alias));\n", 4 * vw);
     fprintf(f, "typedef int32_t ps_vi __attribute__((vector_size(%d)));\n", 4 * vw);
+    /* their negation as ps_neg's sign flip, and their one-rounding
+     * multiply-add where the table contracts (emit_op's vector forms) */
+    fputs("static inline ps_vf ps_vneg(ps_vf x) { return (ps_vf)((ps_vi)x ^ (int32_t)0x80000000u); }\n", f);
+    fputs("static inline ps_vf ps_vsplat(float x) { return (ps_vf){", f);
+    for (int l = 0; l < vw; l++) fputs(l ? ", x" : "x", f);
+    fputs("}; }\n", f);
+    if (fma && vw == 16)
+        fputs("#include <immintrin.h>\nstatic inline ps_vf ps_vfma(ps_vf a, ps_vf b, ps_vf c) "
+              "{ return (ps_vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c); }\n", f);
+    else if (fma && vw == 8)
+        fputs("#include <immintrin.h>\nstatic inline ps_vf ps_vfma(ps_vf a, ps_vf b, ps_vf c) "
+              "{ return (ps_vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c); }\n", f);
     fputs(fma ? "#define F(a, b, c) fmaf((a), (b), (c))\n" : "#define F(a, b, c) ((a) * (b) + (c))\n", f);
     /* negation (the NEG operation, the negated operands of FMS, FNMA and
      * MSM) as the sign bit's flip: GCC folds -fmaf(a, b, c) into
@@ -147,6 +159,7 @@ typedef struct names {
     const char *const *in;
     const char *out;
     const char *type;       /* the registers' type, NULL: float */
+    int vec;                /* operands are ps_vf vectors (vector_safe programs only) */
 } names;
 
 static int is_const_reg(const ps_vprog *prog, int r)
@@ -160,9 +173,13 @@ static int is_const_reg(const ps_vprog *prog, int r)
 static void operand(FILE *f, const ps_vop *op, int j, const names *nm)
 {
     const int a = op->a[j];
+    /* constants are floats: as vectors (ps_vsplat) where the operands are */
+    const int konst = a == PS_VOP_CONST || (!PS_VOP_IS_INPUT(a) && is_const_reg(nm->prog, a));
+    if (konst && nm->vec) fputs("ps_vsplat(", f);
     if (a == PS_VOP_CONST) literal(f, op->k[j]);
     else if (PS_VOP_IS_INPUT(a)) fputs(nm->in[PS_VOP_INPUT_INDEX(a)], f);
     else fprintf(f, "%s%d", nm->kreg && is_const_reg(nm->prog, a) ? nm->kreg : nm->reg, a);
+    if (konst && nm->vec) fputs(")", f);
 }
 
 /* A comparison's C operator, NULL for any other operation. */
@@ -178,7 +195,8 @@ static const char *cmp_text(int op)
  * product). */
 static int emit_op(FILE *f, const ps_vop *op, int fma, const names *nm)
 {
-    char dst[32];
+    const char *fmaf_ = nm->vec ? "ps_vfma(" : "fmaf(", *neg_ = nm->vec ? "ps_vneg(" : "ps_neg(";
+    char dst[48];
     if (op->dst == PS_VOP_OUT) snprintf(dst, sizeof dst, "%s", nm->out);
     else snprintf(dst, sizeof dst, "%s%d", nm->reg, op->dst);
 #define A(j) operand(f, op, j, nm)
@@ -186,14 +204,14 @@ static int emit_op(FILE *f, const ps_vop *op, int fma, const names *nm)
     const char *c = cmp_text(op->op);
     if (op->op >= PS_VOP_FMA) {
         switch (fma ? op->op : -op->op) {
-        case PS_VOP_FMA: fputs("fmaf(", f), A(0), fputs(", ", f), A(1), fputs(", ", f), A(2), fputs(")", f); break;
-        case PS_VOP_FMS: fputs("fmaf(", f), A(0), fputs(", ", f), A(1), fputs(", ps_neg(", f), A(2), fputs("))", f); break;
-        case PS_VOP_FNMA: fputs("fmaf(ps_neg(", f), A(0), fputs("), ", f), A(1), fputs(", ", f), A(2), fputs(")", f); break;
+        case PS_VOP_FMA: fputs(fmaf_, f), A(0), fputs(", ", f), A(1), fputs(", ", f), A(2), fputs(")", f); break;
+        case PS_VOP_FMS: fputs(fmaf_, f), A(0), fputs(", ", f), A(1), fprintf(f, ", %s", neg_), A(2), fputs("))", f); break;
+        case PS_VOP_FNMA: fputs(fmaf_, f), fputs(neg_, f), A(0), fputs("), ", f), A(1), fputs(", ", f), A(2), fputs(")", f); break;
         case PS_VOP_MAM:
-            fputs("fmaf(", f), A(0), fputs(", ", f), A(1), fputs(", ", f), A(2), fputs(" * ", f), A(3), fputs(")", f);
+            fputs(fmaf_, f), A(0), fputs(", ", f), A(1), fputs(", ", f), A(2), fputs(" * ", f), A(3), fputs(")", f);
             break;
         case PS_VOP_MSM:
-            fputs("fmaf(", f), A(0), fputs(", ", f), A(1), fputs(", ps_neg(", f), A(2), fputs(" * ", f), A(3), fputs("))", f);
+            fputs(fmaf_, f), A(0), fputs(", ", f), A(1), fprintf(f, ", %s", neg_), A(2), fputs(" * ", f), A(3), fputs("))", f);
             break;
         case -PS_VOP_FMA: A(0), fputs(" * ", f), A(1), fputs(" + ", f), A(2); break;
         case -PS_VOP_FMS: A(0), fputs(" * ", f), A(1), fputs(" - ", f), A(2); break;
@@ -213,7 +231,7 @@ static int emit_op(FILE *f, const ps_vop *op, int fma, const names *nm)
     } else if (ps_expr_arity((ps_expr_op)op->op) == 0) {
         A(0);
     } else if (ps_expr_arity((ps_expr_op)op->op) == 1) {
-        const char *fn = op->op == PS_EXPR_NEG ? "ps_neg" : op->op == PS_EXPR_ABS ? "fabsf" : op->op == PS_EXPR_SQRT ? "sqrtf"
+        const char *fn = op->op == PS_EXPR_NEG ? (nm->vec ? "ps_vneg" : "ps_neg") : op->op == PS_EXPR_ABS ? "fabsf" : op->op == PS_EXPR_SQRT ? "sqrtf"
                          : op->op == PS_EXPR_FLOOR ? "floorf" : op->op == PS_EXPR_EXP ? "ps_exp"
                          : op->op == PS_EXPR_LOG ? "ps_log" : NULL;
         if (!fn) return 0;
@@ -295,7 +313,7 @@ static int emit_prog(FILE *f, const ps_vprog *prog, int index, int fma)
         snprintf(in_text[j], sizeof in_text[j], "i%d[i]", j);
         in[j] = in_text[j];
     }
-    const names nm = {"r", NULL, prog, in, "out[i]", NULL};
+    const names nm = {"r", NULL, prog, in, "out[i]", NULL, 0};
     emit_consts(f, prog, "r");
     fputs("    for (int64_t i = 0; i < n; i++) {\n", f);
     if (!emit_body(f, prog, fma, &nm)) return 0;
@@ -319,7 +337,7 @@ int ps_codegen_covers_taps(const ps_tprog *tp)
 /* Tap t of term j (output row b's rows and offsets row/off, ld inputs a
  * tap) into local p: the inlined producer's operations on its inputs'
  * elements, or the one row's element; at = NULL: at column i, else the
- * vector of columns from the C expression at (emit_box_chunk). */
+ * vector of columns from the C expression at (emit_box_columns). */
 static int emit_tap_at(FILE *f, const ps_tap_term *T, int j, int t, const int *row, const int *off, int ld, int fma,
                        const char *sfx, const char *p, const char *at)
 {
@@ -340,20 +358,26 @@ static int emit_tap_at(FILE *f, const ps_tap_term *T, int j, int t, const int *r
     snprintf(reg, sizeof reg, "t%d%s_", j, sfx);
     snprintf(kreg, sizeof kreg, "t%d_", j);
     fprintf(f, "        %s %s;\n", type, p);
-    const names nm = {reg, kreg, T->inl, in, p, type};
+    const names nm = {reg, kreg, T->inl, in, p, type, at != NULL};
     return emit_body(f, T->inl, fma, &nm);
 }
 
-/* Whether prog's operations are written the same for vectors of GCC's
- * vector extension as for floats (element-wise, the same roundings): copies,
- * + - * / only (fmaf and the functions take floats). */
+/* Whether emit_op writes prog's operations for vectors of GCC's vector
+ * extension (names.vec) with the scalar forms' values element by element:
+ * copies, + - * /, negation and the multiply-adds (ps_vneg, ps_vfma), not
+ * the comparisons, selections and functions. */
 static int vector_safe(const ps_vprog *prog)
 {
     for (int o = 0; o < prog->n_ops; o++) {
         const ps_vop *op = &prog->ops[o];
-        if (op->op >= PS_VOP_FMA) return 0;
+        if (op->op >= PS_VOP_FMA) {
+            if (op->op == PS_VOP_FMA || op->op == PS_VOP_FMS || op->op == PS_VOP_FNMA || op->op == PS_VOP_MAM ||
+                op->op == PS_VOP_MSM)
+                continue;
+            return 0;
+        }
         const int ar = ps_expr_arity((ps_expr_op)op->op);
-        if (ar == 0) continue;
+        if (ar == 0 || op->op == PS_EXPR_NEG) continue;
         if (ar != 2 || !(op->op == PS_EXPR_ADD || op->op == PS_EXPR_SUB || op->op == PS_EXPR_MUL || op->op == PS_EXPR_DIV))
             return 0;
     }
@@ -396,9 +420,10 @@ static int emit_box_sum(FILE *f, const ps_tap_term *T, int j, const int *row, co
  * (emit_box_chunk): its chunk, in L1 beside the rows. */
 #define PS_BOX_CHUNK 256
 
-/* Whether tap program tp runs its box sums by columns (emit_box_chunk):
- * a reader's program with at least one box term, every box term's
- * inlined producer vector-safe and its columns within two vectors. */
+/* Whether tap program tp can compute its box sums from column sums
+ * (emit_box_columns; by vectors or by columns, box_form): a reader's
+ * program with at least one box term, every box term's inlined producer
+ * vector_safe and its columns within one vector and one column. */
 static int box_columns_fit(const ps_tprog *tp, int vw)
 {
     int n_box = 0;
@@ -438,6 +463,114 @@ static int emit_column(FILE *f, const ps_tap_term *T, int j, const int *row, con
     return 1;
 }
 
+/* The narrowest box of tp's terms (INT_MAX: none). */
+static int box_s_min(const ps_tprog *tp)
+{
+    int s_min = INT_MAX;
+    for (int j = 0; j < tp->n_terms; j++)
+        if (tp->term[j].box_s && tp->term[j].box_s < s_min) s_min = tp->term[j].box_s;
+    return s_min;
+}
+
+/* The column sums of tp's box terms for the R output rows at the vector of
+ * columns `at` into vector locals <c><j>_<b>. */
+static int emit_box_columns(FILE *f, const ps_tprog *tp, int R, int fma, char c, const char *at)
+{
+    char var[32], sfx[16];
+    for (int b = 0; b < R; b++)
+        for (int j = 0; j < tp->n_terms; j++) {
+            const ps_tap_term *T = &tp->term[j];
+            if (!T->box_s) continue;
+            const int *row, *off;
+            int ld;
+            term_taps(T, b, &row, &off, &ld);
+            snprintf(sfx, sizeof sfx, "_%d", b);
+            snprintf(var, sizeof var, "%c%d_%d", c, j, b);
+            if (!emit_column(f, T, j, row, off, ld, fma, sfx, var, at)) return 0;
+        }
+    return 1;
+}
+
+/* Box term j's box for output row b from its column sums u<j>_<b> (at the
+ * vector's columns) and v<j>_<b> (the next vector's) into `dst`: the bias,
+ * then column 0, 1, ... (box_sum's order), column s as the lanes shifted in
+ * by s. */
+static void emit_box_from_columns(FILE *f, const ps_tap_term *T, int j, int b, int vw, const char *dst)
+{
+    fprintf(f, "        %s = b%d + u%d_%d;\n", dst, j, j, b);
+    for (int s = 1; s < T->box_s; s++) {
+        fprintf(f, "        %s = %s + __builtin_shuffle(u%d_%d, v%d_%d, (ps_vi){", dst, dst, j, b, j, b);
+        for (int l = 0; l < vw; l++) fprintf(f, "%s%d", l ? ", " : "", s + l);
+        fputs("});\n", f);
+    }
+}
+
+/* Whether tap program tp (box_columns_fit) runs as one vector loop:
+ * every sum a box and the reader's expression vector_safe. */
+static int box_rows_fit(const ps_tprog *tp)
+{
+    for (int j = 0; j < tp->n_terms; j++)
+        if (tp->term[j].n_taps && !tp->term[j].box_s) return 0;
+    return vector_safe(tp->prog);
+}
+
+/* Tap program tp's R output rows by vectors, one loop: every column sum
+ * once (u<j>_<b> at the vector's columns, v at the next vector's), each box
+ * from them (emit_box_from_columns), a term that is a row's element loaded,
+ * the reader's expression on the vectors, stored; vectors while the next
+ * vector's loads stay within the columns every box's taps read (i + 2 vw
+ * <= n + box_s - 1, so also i + vw <= n); the loop that follows computes
+ * the rest one column at a time, the same values (box_sum's order, the
+ * same operations element by element). */
+static int emit_box_rows(FILE *f, const ps_tprog *tp, int R, int fma, int vw)
+{
+    const int s_min = box_s_min(tp);
+    char at[32], out[48], reg[24], x_text[PS_POINTWISE_MAX_INPUTS][32];
+    const char *x[PS_POINTWISE_MAX_INPUTS];
+    fprintf(f, "    int64_t i = 0;\n    if (n + %d >= %d) {\n", s_min - 1, 2 * vw);
+    if (!emit_box_columns(f, tp, R, fma, 'u', "i")) return 0;
+    fprintf(f, "    for (; i + %d <= n + %d; i += %d) {\n", 2 * vw, s_min - 1, vw);
+    snprintf(at, sizeof at, "i + %d", vw);
+    if (!emit_box_columns(f, tp, R, fma, 'v', at)) return 0;
+    for (int b = 0; b < R; b++) {
+        for (int j = 0; j < tp->n_terms; j++) {
+            const ps_tap_term *T = &tp->term[j];
+            snprintf(x_text[j], sizeof x_text[j], "x%d_%d", j, b);
+            x[j] = x_text[j];
+            if (T->box_s) {
+                fprintf(f, "        ps_vf %s;\n", x[j]);
+                emit_box_from_columns(f, T, j, b, vw, x[j]);
+            } else {
+                const int *row, *off;
+                int ld;
+                term_taps(T, b, &row, &off, &ld);
+                fprintf(f, "        const ps_vf %s = *(const ps_vfu *)(q%d + i + %d);\n", x[j], row[0], off[0]);
+            }
+        }
+        snprintf(out, sizeof out, "*(ps_vfu *)(out%d + i)", b);
+        snprintf(reg, sizeof reg, "r_%d_", b);
+        const names nm = {reg, "r", tp->prog, x, out, "ps_vf", 1};
+        if (!emit_body(f, tp->prog, fma, &nm)) return 0;
+    }
+    for (int b = 0; b < R; b++)
+        for (int j = 0; j < tp->n_terms; j++)
+            if (tp->term[j].box_s) fprintf(f, "        u%d_%d = v%d_%d;\n", j, b, j, b);
+    fputs("    }\n    }\n", f);
+    return 1;
+}
+
+/* How tap program tp computes its box sums with vectors of vw floats. */
+static ps_box_form box_form(const ps_tprog *tp, int vw)
+{
+    if (!box_columns_fit(tp, vw)) return PS_BOX_IN_TAP_ORDER;
+    return box_rows_fit(tp) ? PS_BOX_BY_VECTORS : PS_BOX_BY_COLUMNS;
+}
+
+ps_box_form ps_codegen_box_form(const ps_tprog *tp, const char *isa)
+{
+    return tp ? box_form(tp, isa_vw(isa)) : PS_BOX_IN_TAP_ORDER;
+}
+
 /* The box terms' sums for the R output rows over the chunk's m columns
  * from i0, term j's for row b into sb<j>_<b>: by vectors, in one loop so
  * the compiler loads each row and computes each product once for every
@@ -448,41 +581,21 @@ static int emit_column(FILE *f, const ps_tap_term *T, int j, const int *row, con
  * taps read (i + 2 vw <= n + box_s - 1), the rest one column at a time. */
 static int emit_box_chunk(FILE *f, const ps_tprog *tp, int R, int fma, int vw)
 {
-    int s_min = INT_MAX;
-    for (int j = 0; j < tp->n_terms; j++)
-        if (tp->term[j].box_s && tp->term[j].box_s < s_min) s_min = tp->term[j].box_s;
-    char var[32], at[48], sfx[16];
+    const int s_min = box_s_min(tp);
+    char at[48], sfx[16];
     fprintf(f, "    {\n        int64_t k = 0;\n        if (i0 + %d <= n + %d) {\n", 2 * vw, s_min - 1);
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass)
-            fprintf(f, "        for (; k + %d <= m && i0 + k + %d <= n + %d; k += %d) {\n", vw, 2 * vw, s_min - 1, vw);
-        snprintf(at, sizeof at, pass ? "i0 + k + %d" : "i0", vw);
-        for (int b = 0; b < R; b++)
-            for (int j = 0; j < tp->n_terms; j++) {
-                const ps_tap_term *T = &tp->term[j];
-                if (!T->box_s) continue;
-                const int *row, *off;
-                int ld;
-                term_taps(T, b, &row, &off, &ld);
-                snprintf(sfx, sizeof sfx, "_%d", b);
-                snprintf(var, sizeof var, "%c%d_%d", pass ? 'v' : 'u', j, b);
-                if (!emit_column(f, T, j, row, off, ld, fma, sfx, var, at)) return 0;
-            }
-        if (!pass) continue;
-        for (int b = 0; b < R; b++)
-            for (int j = 0; j < tp->n_terms; j++) {
-                const ps_tap_term *T = &tp->term[j];
-                if (!T->box_s) continue;
-                fprintf(f, "        {\n        ps_vf a = b%d + u%d_%d;\n", j, j, b);
-                for (int s = 1; s < T->box_s; s++) {
-                    fprintf(f, "        a = a + __builtin_shuffle(u%d_%d, v%d_%d, (ps_vi){", j, b, j, b);
-                    for (int l = 0; l < vw; l++) fprintf(f, "%s%d", l ? ", " : "", s + l);
-                    fputs("});\n", f);
-                }
-                fprintf(f, "        *(ps_vf *)(sb%d_%d + k) = a;\n        u%d_%d = v%d_%d;\n        }\n", j, b, j, b, j, b);
-            }
-        fputs("        }\n", f);
-    }
+    if (!emit_box_columns(f, tp, R, fma, 'u', "i0")) return 0;
+    fprintf(f, "        for (; k + %d <= m && i0 + k + %d <= n + %d; k += %d) {\n", vw, 2 * vw, s_min - 1, vw);
+    snprintf(at, sizeof at, "i0 + k + %d", vw);
+    if (!emit_box_columns(f, tp, R, fma, 'v', at)) return 0;
+    for (int b = 0; b < R; b++)
+        for (int j = 0; j < tp->n_terms; j++) {
+            if (!tp->term[j].box_s) continue;
+            fputs("        {\n        ps_vf a;\n", f);
+            emit_box_from_columns(f, &tp->term[j], j, b, vw, "a");
+            fprintf(f, "        *(ps_vf *)(sb%d_%d + k) = a;\n        u%d_%d = v%d_%d;\n        }\n", j, b, j, b, j, b);
+        }
+    fputs("        }\n", f);
     fputs("        }\n        for (; k < m; k++) {\n        const int64_t i = i0 + k;\n", f);
     for (int b = 0; b < R; b++)
         for (int j = 0; j < tp->n_terms; j++) {
@@ -564,7 +677,7 @@ static int emit_tap_body(FILE *f, const ps_tprog *tp, int fma, const char *out, 
     }
     char reg[24];
     snprintf(reg, sizeof reg, "r%s_", sfx);
-    const names nm = {reg, "r", tp->prog, x, out, NULL};
+    const names nm = {reg, "r", tp->prog, x, out, NULL, 0};
     return emit_body(f, tp->prog, fma, &nm);
 }
 
@@ -604,8 +717,11 @@ static int emit_tprog(FILE *f, const ps_tprog *tp, int index, int fma, int vw)
             emit_consts(f, T->inl, reg);
         }
     }
-    const int by_columns = box_columns_fit(tp, vw);
-    if (by_columns) {
+    const int by_vectors = box_form(tp, vw) == PS_BOX_BY_VECTORS, by_columns = box_form(tp, vw) == PS_BOX_BY_COLUMNS;
+    if (by_vectors) {
+        if (!emit_box_rows(f, tp, R, fma, vw)) return 0;
+        fputs("#pragma GCC unroll 2\n    for (; i < n; i++) {\n", f);
+    } else if (by_columns) {
         for (int j = 0; j < tp->n_terms; j++)
             for (int b = 0; b < R && tp->term[j].box_s; b++)
                 fprintf(f, "    float sb%d_%d[%d] __attribute__((aligned(64)));\n", j, b, PS_BOX_CHUNK);

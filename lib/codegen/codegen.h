@@ -78,6 +78,16 @@ typedef struct ps_tprog {
     ps_tap_term *term;
 } ps_tprog;
 
+/* How a compiled tap program computes its box sums (ps_tap_term.box_s):
+ * each box from the taps like other sums (no box term, or one the forms
+ * below do not take); by columns (each column sum once, into a buffer the
+ * reader's expression reads); by vectors (one loop: column sums, boxes
+ * and the reader's expression in registers). */
+typedef enum ps_box_form { PS_BOX_IN_TAP_ORDER = 0, PS_BOX_BY_COLUMNS = 1, PS_BOX_BY_VECTORS = 2 } ps_box_form;
+
+/* tp's form for the row-kernel table `isa` (ps_codegen_compile's). */
+ps_box_form ps_codegen_box_form(const ps_tprog *tp, const char *isa);
+
 /* Whether the generator writes tp (its programs are covered). */
 int ps_codegen_covers_taps(const ps_tprog *tp);
 

@@ -1246,7 +1246,11 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
                 out(buf, len, &off, " (computed at the taps of %s's sums, never stored)", p->st[G->mem[M->inlined_into].stage].name);
             if (M->tap) out(buf, len, &off, ", its sums in a compiled tap program (%d rows", M->tap->n_rows);
             if (M->tap2) out(buf, len, &off, "; %d output rows per call over %d", M->tap2->rows_per_call, M->tap2->n_rows);
-            if (M->tap) out(buf, len, &off, ")");
+            if (M->tap) {
+                const ps_box_form bf = ps_codegen_box_form(M->tap, pl->k->isa);
+                out(buf, len, &off, "%s)", bf == PS_BOX_BY_VECTORS ? "; box sums by vectors"
+                                           : bf == PS_BOX_BY_COLUMNS ? "; box sums by columns" : "");
+            }
             if (M->sib_lead >= 0)
                 out(buf, len, &off, " (computed with %s, sibling sums in one compiled loop)", p->st[G->mem[M->sib_lead].stage].name);
             if (M->stap) {

@@ -11,9 +11,12 @@
  * Sibling sums (several stencil sums of one ring computed in one compiled
  * loop, graph_exec.h) likewise, bit for bit against the row kernel's sums.
  *
+ * Box sums (graph_exec.h box stages) likewise: the compiled loops compute
+ * each column sum once for the outputs that share it, in box_sum's order.
+ *
  * Each graph: inputs -> [a stored 3x3 stencil] -> one or two pointwise
  * producers -> 1..3 stencil sums -> a pointwise reader (the output); the
- * sibling graphs are drawn by build_sibs. Each is
+ * sibling graphs are drawn by build_sibs, the box graphs by build_boxes. Each is
  * planned twice (default, and PS_GRAPH_NO_CODEGEN) and the outputs compared
  * with memcmp. The run fails unless most graphs really had a tap program
  * with an inlined producer, so it cannot pass by never taking the path.
@@ -60,6 +63,34 @@ static ps_expr *random_expr(tu_rng *r, int n)
         }
     }
     if (tu_range(r, 0, 3) == 0) e = ps_expr_clamp(e, k_(-2.0f), k_(3.0f));
+    return e;
+}
+
+/* A random expression reading every one of inputs 0 .. n-1 with the
+ * operations compiled box sums compute as vectors: + - *, negation,
+ * constants and the multiply-adds they contract into. */
+static ps_expr *vector_expr(tu_rng *r, int n)
+{
+    ps_expr *e = NULL;
+    for (int i = 0; i < n; i++) {
+        ps_expr *x = in_(i);
+        switch (tu_range(r, 0, 3)) {
+        case 0: x = bin(PS_EXPR_MUL, x, ps_expr_copy(x)); break;
+        case 1: x = bin(PS_EXPR_MUL, k_(0.5f + (float)tu_range(r, 0, 3)), x); break;
+        case 2: x = ps_expr_unary(PS_EXPR_NEG, x); break;
+        default: break;
+        }
+        if (!e) {
+            e = x;
+            continue;
+        }
+        switch (tu_range(r, 0, 3)) {
+        case 0: e = bin(PS_EXPR_ADD, e, x); break;
+        case 1: e = bin(PS_EXPR_SUB, e, x); break;
+        case 2: e = bin(PS_EXPR_MUL, e, x); break;
+        default: e = bin(PS_EXPR_SUB, bin(PS_EXPR_MUL, e, ps_expr_copy(x)), bin(PS_EXPR_MUL, k_(0.04f), x)); break;
+        }
+    }
     return e;
 }
 
@@ -153,10 +184,11 @@ static int start_graph(tu_rng *r, built *b, int wide, int64_t *N, int64_t *C, in
 /* The reader of the terms (a random expression, the output) and the
  * output's size: 1, or 0 with the graph destroyed where a stage was refused
  * (ok == 0 on entry: one before). */
-static int finish_graph(tu_rng *r, built *b, int ok, int n_terms, const ps_tensor *terms, ps_act_layout lay, ps_tensor *q)
+static int finish_graph(tu_rng *r, built *b, int ok, int n_terms, const ps_tensor *terms, ps_act_layout lay, ps_tensor *q,
+                        int safe)
 {
     if (ok) {
-        ps_expr *e = random_expr(r, n_terms);
+        ps_expr *e = safe ? vector_expr(r, n_terms) : random_expr(r, n_terms);
         ok = e && !ps_graph_add_pointwise(b->g, "Q", e, n_terms, terms, q);
         ps_expr_free(e);
     }
@@ -219,7 +251,7 @@ static int build(tu_rng *r, built *b)
     int n_q = n_s;
     if (ok && sy == 1 && tu_range(r, 0, 2) == 0) s[n_q++] = in0; /* an input read at the point */
     ps_tensor q;
-    return finish_graph(r, b, ok, n_q, s, lay, &q);
+    return finish_graph(r, b, ok, n_q, s, lay, &q, 0);
 }
 
 /* Sibling sums: 2..4 stencil sums of one ring (a stored 3x3 stencil of the
@@ -301,7 +333,7 @@ static int build_sibs(tu_rng *r, built *b)
         n_t = (int)tu_range(r, 2, 3);
         for (int j = 0; j < n_t && ok; j++) ok = add_sum(r, b->g, p[j % 2], C, 1, 9, box_y, box_x, -1, &t[j]) == PS_SUCCESS;
     }
-    if (!finish_graph(r, b, ok, n_t, t, lay, &q)) return 0;
+    if (!finish_graph(r, b, ok, n_t, t, lay, &q, 0)) return 0;
     /* The planner often keeps small images' stages apart, and siblings are
      * computed in one loop only within a group: mostly a fixed grouping,
      * everything in one group or the sums (live-outs) with their input. */
@@ -314,6 +346,65 @@ static int build_sibs(tu_rng *r, built *b)
         for (int j = 0; j < n_s; j++) b->grp[s[j]] = 0;
     }
     return 1;
+}
+
+/* Box sums (every tap of R x S rows and columns, weights 1: graph_exec.h
+ * box stages) read by one pointwise reader: 1..3 boxes of 2..4 x 2..6
+ * taps in row- or column-major order, anywhere around the point, of
+ * pointwise producers (inlined at the taps) or of the input, with unit
+ * weights given or left out, sometimes a row read at the point; the
+ * reader's expression and the producers' mostly of the operations the
+ * compiled boxes compute as vectors (the loop of vectors), else any (the
+ * buffer of columns). */
+static int build_boxes(tu_rng *r, built *b)
+{
+    int64_t N, C, H, W;
+    ps_act_layout lay;
+    ps_tensor in0, in1 = -1, p[2], s[4], q;
+    int ok = start_graph(r, b, 2, &N, &C, &H, &W, &lay, &in0);
+    if (!b->g) return 0;
+    if (ok && tu_range(r, 0, 2) == 0) {
+        ok = !ps_graph_add_input(b->g, "in1", N, H, W, 1, lay, &in1);
+        b->in_elems[1] = N * H * W;
+        b->n_in = 2;
+    }
+    const int safe = tu_range(r, 0, 2) != 0;
+    const int n_p = (int)tu_range(r, 1, 2);
+    for (int i = 0; i < n_p && ok; i++) {
+        ps_tensor ins[2] = {in0, in1 >= 0 ? in1 : in0};
+        const int n = in1 >= 0 || tu_range(r, 0, 1) ? 2 : 1;
+        ps_expr *e = tu_range(r, 0, 4) ? vector_expr(r, n) : random_expr(r, n);
+        ok = e && !ps_graph_add_pointwise(b->g, i ? "P2" : "P", e, n, ins, &p[i]);
+        ps_expr_free(e);
+    }
+    const int n_s = (int)tu_range(r, 1, 3), sy = tu_range(r, 0, 4) == 0 ? 2 : 1;
+    for (int j = 0; j < n_s && ok; j++) {
+        const int R = (int)tu_range(r, 2, 4), S = (int)tu_range(r, 2, 6), y0 = (int)tu_range(r, -3, 1),
+                  x0 = (int)tu_range(r, -5, 1), col_major = (int)tu_range(r, 0, 1);
+        int dy[24], dx[24], n = 0;
+        for (int a = 0; a < (col_major ? S : R); a++)
+            for (int c = 0; c < (col_major ? R : S); c++, n++) {
+                dy[n] = y0 + (col_major ? c : a);
+                dx[n] = x0 + (col_major ? a : c);
+            }
+        float ones[24 * 3];
+        for (int t = 0; t < n * C; t++) ones[t] = 1.0f;
+        ps_stencil st;
+        ps_stencil_init(&st);
+        st.input = tu_range(r, 0, 4) == 0 ? in0 : p[tu_range(r, 0, n_p - 1)];
+        st.boundary = bds[tu_range(r, 0, 3)];
+        st.stride_h = sy;
+        st.n_taps = n;
+        st.dy = dy;
+        st.dx = dx;
+        const int wmode = (int)tu_range(r, 0, 2); /* left out, shared ones, ones per channel */
+        st.weights = wmode ? ones : NULL;
+        st.per_channel_weights = wmode == 2;
+        ok = ps_graph_add_stencil(b->g, NULL, &st, &s[j]) == PS_SUCCESS;
+    }
+    int n_q = n_s;
+    if (ok && sy == 1 && tu_range(r, 0, 3) == 0) s[n_q++] = in0;
+    return finish_graph(r, b, ok, n_q, s, lay, &q, safe);
 }
 
 /* Plans g with `flags` (and a forced tile), runs it; the output, or NULL
@@ -363,16 +454,19 @@ int main(void)
     ps_context *ctx = NULL;
     TU_OK(ps_context_create(NULL, &ctx));
     int graphs = 0, with_tap = 0, with_inline = 0, with_pair = 0, refused = 0, sib_graphs = 0, with_sibs = 0;
-    /* the first `count` graphs test tap programs, as many after them sibling sums */
-    for (int gi = 0; gi < 2 * count && ctx; gi++) {
+    int box_graphs = 0, by_vectors = 0, by_columns = 0;
+    /* the first `count` graphs test tap programs, as many after them sibling
+     * sums, as many after those box sums */
+    for (int gi = 0; gi < 3 * count && ctx; gi++) {
         tu_rng r = {seed + (uint64_t)gi * 7919u};
         built b;
         int tries = 0;
-        const int sibs = gi >= count;
-        while (!(sibs ? build_sibs(&r, &b) : build(&r, &b)) && ++tries < 50) refused++;
+        const int sibs = gi >= count && gi < 2 * count, boxes = gi >= 2 * count;
+        while (!(boxes ? build_boxes(&r, &b) : sibs ? build_sibs(&r, &b) : build(&r, &b)) && ++tries < 50) refused++;
         if (!b.g) continue;
-        graphs += !sibs;
+        graphs += !sibs && !boxes;
         sib_graphs += sibs;
+        box_graphs += boxes;
         float *in[2] = {NULL, NULL};
         for (int i = 0; i < b.n_in; i++) {
             in[i] = tu_alloc_f(b.in_elems[i]);
@@ -384,7 +478,11 @@ int main(void)
         float *a = run(ctx, &b, in, 0, th, tw, threads, &desc);
         float *ref = run(ctx, &b, in, PS_GRAPH_NO_CODEGEN, th, tw, threads, NULL);
         if (desc && sibs) with_sibs += strstr(desc, "sibling sums with") != NULL;
-        if (desc && !sibs) {
+        if (desc && boxes) {
+            by_vectors += strstr(desc, "box sums by vectors") != NULL;
+            by_columns += strstr(desc, "box sums by columns") != NULL;
+        }
+        if (desc && !sibs && !boxes) {
             with_tap += strstr(desc, "compiled tap program") != NULL;
             with_inline += strstr(desc, "never stored") != NULL;
             with_pair += strstr(desc, "2 output rows per call") != NULL;
@@ -416,8 +514,9 @@ int main(void)
         ps_graph_destroy(b.g);
     }
     printf("test_taps: %d graphs (%d drawn again), %d with a tap program, %d with an inlined producer, %d with a pair "
-           "program; %d graphs of sibling sums, %d computed in one loop\n",
-           graphs, refused, with_tap, with_inline, with_pair, sib_graphs, with_sibs);
+           "program; %d graphs of sibling sums, %d computed in one loop; %d graphs of box sums, %d by vectors, %d by "
+           "columns\n",
+           graphs, refused, with_tap, with_inline, with_pair, sib_graphs, with_sibs, box_graphs, by_vectors, by_columns);
     /* the path under test was taken: most graphs fuse their sums into the reader */
     TU_CHECK(graphs >= count * 3 / 4, "only %d of %d graphs built", graphs, count);
     TU_CHECK(with_tap >= graphs / 2, "only %d of %d graphs had a tap program", with_tap, graphs);
@@ -425,6 +524,9 @@ int main(void)
     TU_CHECK(with_pair >= graphs / 2, "only %d of %d graphs had a pair program", with_pair, graphs);
     TU_CHECK(sib_graphs >= count * 3 / 4, "only %d of %d graphs of sibling sums built", sib_graphs, count);
     TU_CHECK(with_sibs >= sib_graphs / 2, "only %d of %d graphs computed sibling sums in one loop", with_sibs, sib_graphs);
+    TU_CHECK(box_graphs >= count * 3 / 4, "only %d of %d graphs of box sums built", box_graphs, count);
+    TU_CHECK(by_vectors >= box_graphs / 4, "only %d of %d graphs computed box sums by vectors", by_vectors, box_graphs);
+    TU_CHECK(by_columns >= box_graphs / 8, "only %d of %d graphs computed box sums by columns", by_columns, box_graphs);
     ps_context_destroy(ctx);
     tu_jit_cache_remove(dir);
     return tu_finish("test_taps");
