@@ -93,6 +93,9 @@ if [ $QUICK = 1 ] && [ "$OUT" = "$ROOT/docs/perf" ]; then
   echo "report.sh: --quick results are not measurements; pass --out to a folder other than docs/perf" >&2; exit 2
 fi
 LOG=$(mktemp -d /tmp/polysci-report-logs.XXXXXX) || exit 1
+# the code measured: the tree before this run writes its tables and CSVs
+commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)
+[ -n "$(git status --porcelain --untracked-files=no 2> /dev/null)" ] && commit+=" (with uncommitted changes)"
 
 # One report at a time on this machine: two would time each other.
 exec 9> /tmp/polysci-report.lock
@@ -219,9 +222,6 @@ versions=""
 for pkg in libdnnl-dev libxsmm-dev libisl-dev libhwloc-dev python3-halide gcc; do
   v=$(dpkg-query -W -f='${Version}' "$pkg" 2> /dev/null) && versions+="$pkg=$v "
 done
-commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)
-[ -n "$(git status --porcelain --untracked-files=no 2> /dev/null)" ] && commit+=" (with uncommitted changes)"
-
 "$PY" - "$OUT" "$LOG" "$OUT_REL" "$QUICK" "$THREADS" "$SETS" "$NS" "$parts" "$durations" "$versions" "$commit" \
   "$START_LOAD" "$FILL" "$ROOT" "$skipped" << 'EOF' || status=1
 import csv, datetime, json, math, os, platform, re, shutil, subprocess, sys
