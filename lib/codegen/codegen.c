@@ -421,7 +421,7 @@ static int emit_box_sum(FILE *f, const ps_tap_term *T, int j, const int *row, co
 #define PS_BOX_CHUNK 256
 
 /* Whether tap program tp can compute its box sums from column sums
- * (emit_box_columns; by vectors or by columns, box_form): a reader's
+ * (emit_box_columns; by vectors or by columns, tap_form): a reader's
  * program with at least one box term, every box term's inlined producer
  * vector_safe and its columns within one vector and one column. */
 static int box_columns_fit(const ps_tprog *tp, int vw)
@@ -505,33 +505,184 @@ static void emit_box_from_columns(FILE *f, const ps_tap_term *T, int j, int b, i
     }
 }
 
-/* Whether tap program tp (box_columns_fit) runs as one vector loop:
- * every sum a box and the reader's expression vector_safe. */
-static int box_rows_fit(const ps_tprog *tp)
+/* Taps of a sum in tap order that the vector loop takes: at most this many. */
+#define PS_VEC_MAX_TAPS 64
+
+/* The taps of a sum in tap order (output row b's rows and offsets row/off,
+ * ld inputs a tap) grouped by the rows their values read: taps reading the
+ * same rows at the same offsets relative to each other differ by a column
+ * shift only. grp[t]: tap t's group; base[g]: the group's tap of least
+ * offset; shift[t]: t's columns beyond it; span[g]: the group's largest
+ * shift. Returns the group count, -1 where a shift passes max_shift. */
+static int tap_groups(const ps_tap_term *T, const int *row, const int *off, int ld, int max_shift, int *grp, int *base,
+                      int *shift, int *span)
 {
-    for (int j = 0; j < tp->n_terms; j++)
-        if (tp->term[j].n_taps && !tp->term[j].box_s) return 0;
-    return vector_safe(tp->prog);
+    int ng = 0;
+    for (int t = 0; t < T->n_taps; t++) {
+        int g = 0;
+        for (; g < ng; g++) {
+            const int u = base[g];
+            int same = 1;
+            for (int k = 0; k < ld && same; k++)
+                same = row[t * ld + k] == row[u * ld + k] && off[t * ld + k] - off[t * ld] == off[u * ld + k] - off[u * ld];
+            if (same) break;
+        }
+        if (g == ng) base[ng++] = t;
+        else if (off[t * ld] < off[base[g] * ld]) base[g] = t;
+        grp[t] = g;
+    }
+    for (int g = 0; g < ng; g++) span[g] = 0;
+    for (int t = 0; t < T->n_taps; t++) {
+        shift[t] = off[t * ld] - off[base[grp[t]] * ld];
+        if (shift[t] > max_shift) return -1;
+        if (shift[t] > span[grp[t]]) span[grp[t]] = shift[t];
+    }
+    return ng;
 }
 
-/* Tap program tp's R output rows by vectors, one loop: every column sum
- * once (u<j>_<b> at the vector's columns, v at the next vector's), each box
- * from them (emit_box_from_columns), a term that is a row's element loaded,
- * the reader's expression on the vectors, stored; vectors while the next
- * vector's loads stay within the columns every box's taps read (i + 2 vw
- * <= n + box_s - 1, so also i + vw <= n); the loop that follows computes
- * the rest one column at a time, the same values (box_sum's order, the
- * same operations element by element). */
-static int emit_box_rows(FILE *f, const ps_tprog *tp, int R, int fma, int vw)
+/* Whether tap program tp runs as one loop of vectors of vw floats (a
+ * reader's program, every expression vector_safe, no clamped sum, every
+ * box within one vector and one column, every other sum's taps grouped by
+ * rows within one vector and one column of their group's first). */
+static int vector_rows_fit(const ps_tprog *tp, int vw)
 {
-    const int s_min = box_s_min(tp);
-    char at[32], out[48], reg[24], x_text[PS_POINTWISE_MAX_INPUTS][32];
+    if (tp->n_out || !tp->prog || !vector_safe(tp->prog)) return 0;
+    const int R = tp->rows_per_call > 1 ? tp->rows_per_call : 1;
+    for (int j = 0; j < tp->n_terms; j++) {
+        const ps_tap_term *T = &tp->term[j];
+        if (!T->n_taps) continue;
+        if (T->act || (T->inl && !vector_safe(T->inl))) return 0;
+        if (T->box_s) {
+            if (T->box_s - 1 > vw) return 0;
+            continue;
+        }
+        if (T->n_taps > PS_VEC_MAX_TAPS) return 0;
+        int grp[PS_VEC_MAX_TAPS], base[PS_VEC_MAX_TAPS], shift[PS_VEC_MAX_TAPS], span[PS_VEC_MAX_TAPS];
+        for (int b = 0; b < R; b++) {
+            const int *row, *off;
+            int ld;
+            term_taps(T, b, &row, &off, &ld);
+            if (tap_groups(T, row, off, ld, vw, grp, base, shift, span) < 0) return 0;
+        }
+    }
+    return 1;
+}
+
+/* The vector of columns `at` of group g's value (its first tap's) of term
+ * j for output row b into vector local `var`. */
+static int emit_group_value(FILE *f, const ps_tap_term *T, int j, int b, int t, int fma, const char *var, const char *at)
+{
+    const int *row, *off;
+    int ld;
+    char sfx[16];
+    term_taps(T, b, &row, &off, &ld);
+    snprintf(sfx, sizeof sfx, "_%d", b);
+    fprintf(f, "        ps_vf %s;\n        {\n", var);
+    if (!emit_tap_at(f, T, j, t, row, off, ld, fma, sfx, "pv", at)) return 0;
+    fprintf(f, "        %s = pv;\n        }\n", var);
+    return 1;
+}
+
+/* The group values of tp's sums in tap order for the R output rows at the
+ * vector of columns `at`: which 0, the groups that shift into g<j>_<b>_<g>
+ * (before the loop); 1, the same groups into h<j>_<b>_<g> (the next
+ * vector); 2, the groups that do not shift into g<j>_<b>_<g> (the vector). */
+static int emit_group_values(FILE *f, const ps_tprog *tp, int R, int fma, int vw, int which, const char *at)
+{
+    int grp[PS_VEC_MAX_TAPS], base[PS_VEC_MAX_TAPS], shift[PS_VEC_MAX_TAPS], span[PS_VEC_MAX_TAPS];
+    char var[48];
+    for (int b = 0; b < R; b++)
+        for (int j = 0; j < tp->n_terms; j++) {
+            const ps_tap_term *T = &tp->term[j];
+            if (!T->n_taps || T->box_s) continue;
+            const int *row, *off;
+            int ld;
+            term_taps(T, b, &row, &off, &ld);
+            const int ng = tap_groups(T, row, off, ld, vw, grp, base, shift, span);
+            for (int g = 0; g < ng; g++) {
+                if ((which == 2) != !span[g]) continue;
+                snprintf(var, sizeof var, "%c%d_%d_%d", which == 1 ? 'h' : 'g', j, b, g);
+                if (!emit_group_value(f, T, j, b, base[g], fma, var, at)) return 0;
+            }
+        }
+    return 1;
+}
+
+/* The least number of columns the vectors' next loads may pass their
+ * first: over the boxes (box_s - 1) and the groups that shift (their
+ * span); INT_MAX where nothing loads a next vector. */
+static int next_vector_slack(const ps_tprog *tp, int R, int vw)
+{
+    int grp[PS_VEC_MAX_TAPS], base[PS_VEC_MAX_TAPS], shift[PS_VEC_MAX_TAPS], span[PS_VEC_MAX_TAPS];
+    int slack = INT_MAX;
+    for (int j = 0; j < tp->n_terms; j++) {
+        const ps_tap_term *T = &tp->term[j];
+        if (!T->n_taps) continue;
+        if (T->box_s) {
+            if (T->box_s - 1 < slack) slack = T->box_s - 1;
+            continue;
+        }
+        for (int b = 0; b < R; b++) {
+            const int *row, *off;
+            int ld;
+            term_taps(T, b, &row, &off, &ld);
+            const int ng = tap_groups(T, row, off, ld, vw, grp, base, shift, span);
+            for (int g = 0; g < ng; g++)
+                if (span[g] && span[g] < slack) slack = span[g];
+        }
+    }
+    return slack;
+}
+
+/* Sum j (tap order) for output row b from its group values into vector
+ * `dst`: the scalar form's operations (emit_tap_body) on vectors, each tap
+ * its group's value shifted by its columns. */
+static void emit_sum_from_groups(FILE *f, const ps_tap_term *T, int j, int b, int fma, int vw, const char *dst)
+{
+    int grp[PS_VEC_MAX_TAPS], base[PS_VEC_MAX_TAPS], shift[PS_VEC_MAX_TAPS], span[PS_VEC_MAX_TAPS];
+    const int *row, *off;
+    int ld;
+    term_taps(T, b, &row, &off, &ld);
+    tap_groups(T, row, off, ld, vw, grp, base, shift, span);
+    fprintf(f, "        ps_vf %s = ps_vsplat(b%d);\n", dst, j);
+    for (int t = 0; t < T->n_taps; t++) {
+        char p[160];
+        if (!shift[t]) {
+            snprintf(p, sizeof p, "g%d_%d_%d", j, b, grp[t]);
+        } else {
+            int n = snprintf(p, sizeof p, "__builtin_shuffle(g%d_%d_%d, h%d_%d_%d, (ps_vi){", j, b, grp[t], j, b, grp[t]);
+            for (int l = 0; l < vw && n < (int)sizeof p; l++) n += snprintf(p + n, sizeof p - (size_t)n, "%s%d", l ? "," : "", shift[t] + l);
+            if (n < (int)sizeof p) snprintf(p + n, sizeof p - (size_t)n, "})");
+        }
+        if (T->w && (T->w[t] == 1.0f || T->w[t] == -1.0f)) fprintf(f, "        %s = %s %c %s;\n", dst, dst, T->w[t] > 0 ? '+' : '-', p);
+        else if (fma) fprintf(f, "        %s = ps_vfma(ps_vsplat(w%d_%d), %s, %s);\n", dst, j, t, p, dst);
+        else fprintf(f, "        %s = %s + ps_vsplat(w%d_%d) * %s;\n", dst, dst, j, t, p);
+    }
+}
+
+/* Tap program tp's R output rows by vectors, one loop: every box's column
+ * sums once (u<j>_<b> at the vector's columns, v at the next vector's),
+ * each box from them (emit_box_from_columns); each other sum's group values
+ * once (g, and h the next vector's where the group shifts) and its taps as
+ * them shifted, in tap order; a term that is a row's element loaded; the
+ * reader's expression on the vectors, stored. Vectors while the next
+ * vectors' loads stay within the columns the taps read; the loop that
+ * follows computes the rest one column at a time, the same values (the
+ * same operations element by element, boxes in box_sum's order). */
+static int emit_vector_rows(FILE *f, const ps_tprog *tp, int R, int fma, int vw)
+{
+    const int slack = next_vector_slack(tp, R, vw);
+    char at[32], out[48], reg[24], cond[96], x_text[PS_POINTWISE_MAX_INPUTS][32];
     const char *x[PS_POINTWISE_MAX_INPUTS];
-    fprintf(f, "    int64_t i = 0;\n    if (n + %d >= %d) {\n", s_min - 1, 2 * vw);
-    if (!emit_box_columns(f, tp, R, fma, 'u', "i")) return 0;
-    fprintf(f, "    for (; i + %d <= n + %d; i += %d) {\n", 2 * vw, s_min - 1, vw);
+    if (slack == INT_MAX) snprintf(cond, sizeof cond, "i + %d <= n", vw);
+    else snprintf(cond, sizeof cond, "i + %d <= n && i + %d <= n + %d", vw, 2 * vw, slack);
+    fprintf(f, "    int64_t i = 0;\n    if (%s) {\n", cond);
+    if (!emit_box_columns(f, tp, R, fma, 'u', "i") || !emit_group_values(f, tp, R, fma, vw, 0, "i")) return 0;
+    fprintf(f, "    for (; %s; i += %d) {\n", cond, vw);
     snprintf(at, sizeof at, "i + %d", vw);
-    if (!emit_box_columns(f, tp, R, fma, 'v', at)) return 0;
+    if (!emit_box_columns(f, tp, R, fma, 'v', at) || !emit_group_values(f, tp, R, fma, vw, 1, at) ||
+        !emit_group_values(f, tp, R, fma, vw, 2, "i"))
+        return 0;
     for (int b = 0; b < R; b++) {
         for (int j = 0; j < tp->n_terms; j++) {
             const ps_tap_term *T = &tp->term[j];
@@ -540,6 +691,8 @@ static int emit_box_rows(FILE *f, const ps_tprog *tp, int R, int fma, int vw)
             if (T->box_s) {
                 fprintf(f, "        ps_vf %s;\n", x[j]);
                 emit_box_from_columns(f, T, j, b, vw, x[j]);
+            } else if (T->n_taps) {
+                emit_sum_from_groups(f, T, j, b, fma, vw, x[j]);
             } else {
                 const int *row, *off;
                 int ld;
@@ -552,23 +705,35 @@ static int emit_box_rows(FILE *f, const ps_tprog *tp, int R, int fma, int vw)
         const names nm = {reg, "r", tp->prog, x, out, "ps_vf", 1};
         if (!emit_body(f, tp->prog, fma, &nm)) return 0;
     }
+    int grp[PS_VEC_MAX_TAPS], base[PS_VEC_MAX_TAPS], shift[PS_VEC_MAX_TAPS], span[PS_VEC_MAX_TAPS];
     for (int b = 0; b < R; b++)
-        for (int j = 0; j < tp->n_terms; j++)
-            if (tp->term[j].box_s) fprintf(f, "        u%d_%d = v%d_%d;\n", j, b, j, b);
+        for (int j = 0; j < tp->n_terms; j++) {
+            const ps_tap_term *T = &tp->term[j];
+            if (T->box_s) {
+                fprintf(f, "        u%d_%d = v%d_%d;\n", j, b, j, b);
+            } else if (T->n_taps) {
+                const int *row, *off;
+                int ld;
+                term_taps(T, b, &row, &off, &ld);
+                const int ng = tap_groups(T, row, off, ld, vw, grp, base, shift, span);
+                for (int g = 0; g < ng; g++)
+                    if (span[g]) fprintf(f, "        g%d_%d_%d = h%d_%d_%d;\n", j, b, g, j, b, g);
+            }
+        }
     fputs("    }\n    }\n", f);
     return 1;
 }
 
-/* How tap program tp computes its box sums with vectors of vw floats. */
-static ps_box_form box_form(const ps_tprog *tp, int vw)
+/* How tap program tp is written for vectors of vw floats (codegen.h). */
+static ps_tap_form tap_form(const ps_tprog *tp, int vw)
 {
-    if (!box_columns_fit(tp, vw)) return PS_BOX_IN_TAP_ORDER;
-    return box_rows_fit(tp) ? PS_BOX_BY_VECTORS : PS_BOX_BY_COLUMNS;
+    if (vector_rows_fit(tp, vw)) return PS_TAP_BY_VECTORS;
+    return box_columns_fit(tp, vw) ? PS_TAP_BOX_COLUMNS : PS_TAP_BY_ELEMENTS;
 }
 
-ps_box_form ps_codegen_box_form(const ps_tprog *tp, const char *isa)
+ps_tap_form ps_codegen_tap_form(const ps_tprog *tp, const char *isa)
 {
-    return tp ? box_form(tp, isa_vw(isa)) : PS_BOX_IN_TAP_ORDER;
+    return tp ? tap_form(tp, isa_vw(isa)) : PS_TAP_BY_ELEMENTS;
 }
 
 /* The box terms' sums for the R output rows over the chunk's m columns
@@ -717,9 +882,9 @@ static int emit_tprog(FILE *f, const ps_tprog *tp, int index, int fma, int vw)
             emit_consts(f, T->inl, reg);
         }
     }
-    const int by_vectors = box_form(tp, vw) == PS_BOX_BY_VECTORS, by_columns = box_form(tp, vw) == PS_BOX_BY_COLUMNS;
+    const int by_vectors = tap_form(tp, vw) == PS_TAP_BY_VECTORS, by_columns = tap_form(tp, vw) == PS_TAP_BOX_COLUMNS;
     if (by_vectors) {
-        if (!emit_box_rows(f, tp, R, fma, vw)) return 0;
+        if (!emit_vector_rows(f, tp, R, fma, vw)) return 0;
         fputs("#pragma GCC unroll 2\n    for (; i < n; i++) {\n", f);
     } else if (by_columns) {
         for (int j = 0; j < tp->n_terms; j++)

@@ -78,15 +78,16 @@ typedef struct ps_tprog {
     ps_tap_term *term;
 } ps_tprog;
 
-/* How a compiled tap program computes its box sums (ps_tap_term.box_s):
- * each box from the taps like other sums (no box term, or one the forms
- * below do not take); by columns (each column sum once, into a buffer the
- * reader's expression reads); by vectors (one loop: column sums, boxes
- * and the reader's expression in registers). */
-typedef enum ps_box_form { PS_BOX_IN_TAP_ORDER = 0, PS_BOX_BY_COLUMNS = 1, PS_BOX_BY_VECTORS = 2 } ps_box_form;
+/* How a compiled tap program is written: element by element (the loop
+ * the compiler vectorizes; box sums from their taps in box_sum's order);
+ * box sums by columns (each column sum once, into a buffer the reader's
+ * expression, element by element, reads); by vectors (one loop of GCC
+ * vectors: box column sums once, each other sum's taps as shifted vectors
+ * of the values its rows give, the reader's expression on the vectors). */
+typedef enum ps_tap_form { PS_TAP_BY_ELEMENTS = 0, PS_TAP_BOX_COLUMNS = 1, PS_TAP_BY_VECTORS = 2 } ps_tap_form;
 
 /* tp's form for the row-kernel table `isa` (ps_codegen_compile's). */
-ps_box_form ps_codegen_box_form(const ps_tprog *tp, const char *isa);
+ps_tap_form ps_codegen_tap_form(const ps_tprog *tp, const char *isa);
 
 /* Whether the generator writes tp (its programs are covered). */
 int ps_codegen_covers_taps(const ps_tprog *tp);

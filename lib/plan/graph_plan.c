@@ -1247,9 +1247,9 @@ ps_status ps_graph_plan_describe(const ps_graph_plan *pl, char *buf, size_t len,
             if (M->tap) out(buf, len, &off, ", its sums in a compiled tap program (%d rows", M->tap->n_rows);
             if (M->tap2) out(buf, len, &off, "; %d output rows per call over %d", M->tap2->rows_per_call, M->tap2->n_rows);
             if (M->tap) {
-                const ps_box_form bf = ps_codegen_box_form(M->tap, pl->k->isa);
-                out(buf, len, &off, "%s)", bf == PS_BOX_BY_VECTORS ? "; box sums by vectors"
-                                           : bf == PS_BOX_BY_COLUMNS ? "; box sums by columns" : "");
+                const ps_tap_form tf = ps_codegen_tap_form(M->tap, pl->k->isa);
+                out(buf, len, &off, "%s)", tf == PS_TAP_BY_VECTORS ? "; by vectors"
+                                           : tf == PS_TAP_BOX_COLUMNS ? "; box sums by columns" : "");
             }
             if (M->sib_lead >= 0)
                 out(buf, len, &off, " (computed with %s, sibling sums in one compiled loop)", p->st[G->mem[M->sib_lead].stage].name);

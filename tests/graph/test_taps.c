@@ -12,7 +12,9 @@
  * loop, graph_exec.h) likewise, bit for bit against the row kernel's sums.
  *
  * Box sums (graph_exec.h box stages) likewise: the compiled loops compute
- * each column sum once for the outputs that share it, in box_sum's order.
+ * each column sum once for the outputs that share it, in box_sum's order;
+ * and the programs that run by vectors (codegen.h PS_TAP_BY_VECTORS), each
+ * tap a shifted vector of the values its rows give.
  *
  * Each graph: inputs -> [a stored 3x3 stencil] -> one or two pointwise
  * producers -> 1..3 stencil sums -> a pointwise reader (the output); the
@@ -238,7 +240,7 @@ static int build(tu_rng *r, built *b)
     for (int i = 0; i < n_p && ok; i++) {
         ps_tensor ins[2] = {i ? in0 : a, in1 >= 0 ? in1 : a};
         const int n = in1 >= 0 || tu_range(r, 0, 1) ? 2 : 1;
-        ps_expr *e = random_expr(r, n);
+        ps_expr *e = tu_range(r, 0, 2) ? random_expr(r, n) : vector_expr(r, n);
         ok = e && !ps_graph_add_pointwise(b->g, i ? "P2" : "P", e, n, ins, &p[i]);
         ps_expr_free(e);
     }
@@ -251,7 +253,7 @@ static int build(tu_rng *r, built *b)
     int n_q = n_s;
     if (ok && sy == 1 && tu_range(r, 0, 2) == 0) s[n_q++] = in0; /* an input read at the point */
     ps_tensor q;
-    return finish_graph(r, b, ok, n_q, s, lay, &q, 0);
+    return finish_graph(r, b, ok, n_q, s, lay, &q, tu_range(r, 0, 1) == 0);
 }
 
 /* Sibling sums: 2..4 stencil sums of one ring (a stored 3x3 stencil of the
@@ -454,7 +456,7 @@ int main(void)
     ps_context *ctx = NULL;
     TU_OK(ps_context_create(NULL, &ctx));
     int graphs = 0, with_tap = 0, with_inline = 0, with_pair = 0, refused = 0, sib_graphs = 0, with_sibs = 0;
-    int box_graphs = 0, by_vectors = 0, by_columns = 0;
+    int box_graphs = 0, by_vectors = 0, by_columns = 0, with_vec = 0;
     /* the first `count` graphs test tap programs, as many after them sibling
      * sums, as many after those box sums */
     for (int gi = 0; gi < 3 * count && ctx; gi++) {
@@ -479,10 +481,11 @@ int main(void)
         float *ref = run(ctx, &b, in, PS_GRAPH_NO_CODEGEN, th, tw, threads, NULL);
         if (desc && sibs) with_sibs += strstr(desc, "sibling sums with") != NULL;
         if (desc && boxes) {
-            by_vectors += strstr(desc, "box sums by vectors") != NULL;
+            by_vectors += strstr(desc, "; by vectors") != NULL;
             by_columns += strstr(desc, "box sums by columns") != NULL;
         }
         if (desc && !sibs && !boxes) {
+            with_vec += strstr(desc, "; by vectors") != NULL;
             with_tap += strstr(desc, "compiled tap program") != NULL;
             with_inline += strstr(desc, "never stored") != NULL;
             with_pair += strstr(desc, "2 output rows per call") != NULL;
@@ -514,14 +517,16 @@ int main(void)
         ps_graph_destroy(b.g);
     }
     printf("test_taps: %d graphs (%d drawn again), %d with a tap program, %d with an inlined producer, %d with a pair "
-           "program; %d graphs of sibling sums, %d computed in one loop; %d graphs of box sums, %d by vectors, %d by "
-           "columns\n",
-           graphs, refused, with_tap, with_inline, with_pair, sib_graphs, with_sibs, box_graphs, by_vectors, by_columns);
+           "program, %d by vectors; %d graphs of sibling sums, %d computed in one loop; %d graphs of box sums, %d by "
+           "vectors, %d by columns\n",
+           graphs, refused, with_tap, with_inline, with_pair, with_vec, sib_graphs, with_sibs, box_graphs, by_vectors,
+           by_columns);
     /* the path under test was taken: most graphs fuse their sums into the reader */
     TU_CHECK(graphs >= count * 3 / 4, "only %d of %d graphs built", graphs, count);
     TU_CHECK(with_tap >= graphs / 2, "only %d of %d graphs had a tap program", with_tap, graphs);
     TU_CHECK(with_inline >= graphs / 5, "only %d of %d graphs inlined a producer", with_inline, graphs);
     TU_CHECK(with_pair >= graphs / 2, "only %d of %d graphs had a pair program", with_pair, graphs);
+    TU_CHECK(with_vec >= graphs / 8, "only %d of %d graphs ran their tap program by vectors", with_vec, graphs);
     TU_CHECK(sib_graphs >= count * 3 / 4, "only %d of %d graphs of sibling sums built", sib_graphs, count);
     TU_CHECK(with_sibs >= sib_graphs / 2, "only %d of %d graphs computed sibling sums in one loop", with_sibs, sib_graphs);
     TU_CHECK(box_graphs >= count * 3 / 4, "only %d of %d graphs of box sums built", box_graphs, count);
