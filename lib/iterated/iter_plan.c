@@ -161,7 +161,8 @@ ps_status ps_iter_plan_create(ps_context *ctx, const ps_iter *it, const ps_iter_
     pl->opts = *opts;
     pl->nthreads = opts->num_threads ? opts->num_threads : ctx->num_threads;
     if (pl->nthreads < 1) pl->nthreads = 1;
-    pl->k = ps_row_kernels_for(ctx->machine.simd_f32_lanes);
+    pl->k = ps_row_kernels_for(ctx->machine.simd_f32_lanes < ctx->row_lanes_max ? ctx->machine.simd_f32_lanes
+                                                                                : ctx->row_lanes_max);
     pl->nd = it->ndim;
     pl->periodic = it->boundary == PS_ITER_PERIODIC;
     pl->n_arrays = it->n_arrays;

@@ -40,6 +40,20 @@ ps_status ps_context_create(const ps_context_options *opts, ps_context **ctx)
     const char *codegen = getenv("PS_CODEGEN"), *cc = getenv("PS_CC");
     c->codegen = !codegen || atoi(codegen) != 0;
     snprintf(c->cc, sizeof c->cc, "%s", cc && cc[0] && strlen(cc) < sizeof c->cc ? cc : "cc");
+    /* Like oneDNN's ONEDNN_MAX_CPU_ISA: a narrower row-kernel table than the
+     * machine's, to run and test the code other CPUs get. */
+    const char *rk = getenv("PS_ROW_KERNELS");
+    c->row_lanes_max = 16;
+    if (rk && rk[0]) {
+        if (!strcmp(rk, "avx512")) c->row_lanes_max = 16;
+        else if (!strcmp(rk, "avx2")) c->row_lanes_max = 8;
+        else if (!strcmp(rk, "generic")) c->row_lanes_max = 4;
+        else {
+            free(c);
+            return ps_error(PS_ERR_INVALID_ARG, "ps_context_create: PS_ROW_KERNELS is \"%.32s\": expected avx512, avx2 or generic",
+                            rk);
+        }
+    }
     if (opts->n_cache_sizes < 0 || opts->n_cache_sizes > 4) {
         free(c);
         return ps_error(PS_ERR_INVALID_ARG, "ps_context_create: n_cache_sizes %d out of range (0..4)", opts->n_cache_sizes);

@@ -19,6 +19,8 @@ struct ps_context {
     int verbose;                   /* PS_VERBOSE at creation: 0 off, 1 plans+executions, 2 + ranked variants */
     int codegen;                   /* PS_CODEGEN at creation: 0 runs expression programs interpreted */
     char cc[256];                  /* PS_CC at creation: the C compiler of generated code ("cc") */
+    int row_lanes_max;             /* PS_ROW_KERNELS at creation: graph and stencil plans use the row-kernel
+                                    * table of at most this many f32 lanes (16: avx512, 8: avx2, 4: generic) */
     ps_machine machine;
     char machine_fingerprint[256]; /* what wisdom must match: CPU and cache sizes */
 

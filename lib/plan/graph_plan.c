@@ -972,7 +972,8 @@ ps_status ps_graph_plan_create(ps_context *ctx, const ps_graph *graph, const ps_
         return st;
     }
     ps_pipeline *p = &pl->pipe;
-    pl->k = ps_row_kernels_for(ctx->machine.simd_f32_lanes);
+    pl->k = ps_row_kernels_for(ctx->machine.simd_f32_lanes < ctx->row_lanes_max ? ctx->machine.simd_f32_lanes
+                                                                                : ctx->row_lanes_max);
     pl->xs = calloc((size_t)p->n, sizeof *pl->xs);
     int *group_of = malloc(((size_t)p->n + 1) * sizeof *group_of), *group_in = NULL;
     if (!pl->xs || !group_of) st = ps_error(PS_ERR_OUT_OF_MEMORY, "%s: out of memory", who);

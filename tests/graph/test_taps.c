@@ -370,7 +370,7 @@ static int build_boxes(tu_rng *r, built *b)
         b->in_elems[1] = N * H * W;
         b->n_in = 2;
     }
-    const int safe = tu_range(r, 0, 2) != 0;
+    const int safe = tu_range(r, 0, 1) != 0;
     const int n_p = (int)tu_range(r, 1, 2);
     for (int i = 0; i < n_p && ok; i++) {
         ps_tensor ins[2] = {in0, in1 >= 0 ? in1 : in0};
@@ -530,8 +530,8 @@ int main(void)
     TU_CHECK(sib_graphs >= count * 3 / 4, "only %d of %d graphs of sibling sums built", sib_graphs, count);
     TU_CHECK(with_sibs >= sib_graphs / 2, "only %d of %d graphs computed sibling sums in one loop", with_sibs, sib_graphs);
     TU_CHECK(box_graphs >= count * 3 / 4, "only %d of %d graphs of box sums built", box_graphs, count);
-    TU_CHECK(by_vectors >= box_graphs / 4, "only %d of %d graphs computed box sums by vectors", by_vectors, box_graphs);
-    TU_CHECK(by_columns >= box_graphs / 8, "only %d of %d graphs computed box sums by columns", by_columns, box_graphs);
+    TU_CHECK(by_vectors >= box_graphs / 8, "only %d of %d graphs computed box sums by vectors", by_vectors, box_graphs);
+    TU_CHECK(by_columns >= box_graphs / 16, "only %d of %d graphs computed box sums by columns", by_columns, box_graphs);
     ps_context_destroy(ctx);
     tu_jit_cache_remove(dir);
     return tu_finish("test_taps");
