@@ -491,17 +491,33 @@ static int emit_box_columns(FILE *f, const ps_tprog *tp, int R, int fma, char c,
     return 1;
 }
 
+/* The C expression of vectors u and v (the next columns) shifted by s
+ * lanes: lanes s .. s + vw - 1 of u followed by v, GCC's two-source
+ * shuffle (with AVX-512 a vpermt2ps, as fast here as valignd). */
+static void shift_text(char *buf, size_t len, const char *u, const char *v, int s, int vw)
+{
+    if (s == vw) {
+        snprintf(buf, len, "%s", v);
+        return;
+    }
+    int n = snprintf(buf, len, "__builtin_shuffle(%s, %s, (ps_vi){", u, v);
+    for (int l = 0; l < vw && n > 0 && (size_t)n < len; l++) n += snprintf(buf + n, len - (size_t)n, "%s%d", l ? "," : "", s + l);
+    if (n > 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, "})");
+}
+
 /* Box term j's box for output row b from its column sums u<j>_<b> (at the
  * vector's columns) and v<j>_<b> (the next vector's) into `dst`: the bias,
  * then column 0, 1, ... (box_sum's order), column s as the lanes shifted in
  * by s. */
 static void emit_box_from_columns(FILE *f, const ps_tap_term *T, int j, int b, int vw, const char *dst)
 {
-    fprintf(f, "        %s = b%d + u%d_%d;\n", dst, j, j, b);
+    char u[32], v[32], sh[160];
+    snprintf(u, sizeof u, "u%d_%d", j, b);
+    snprintf(v, sizeof v, "v%d_%d", j, b);
+    fprintf(f, "        %s = b%d + %s;\n", dst, j, u);
     for (int s = 1; s < T->box_s; s++) {
-        fprintf(f, "        %s = %s + __builtin_shuffle(u%d_%d, v%d_%d, (ps_vi){", dst, dst, j, b, j, b);
-        for (int l = 0; l < vw; l++) fprintf(f, "%s%d", l ? ", " : "", s + l);
-        fputs("});\n", f);
+        shift_text(sh, sizeof sh, u, v, s, vw);
+        fprintf(f, "        %s = %s + %s;\n", dst, dst, sh);
     }
 }
 
@@ -646,14 +662,11 @@ static void emit_sum_from_groups(FILE *f, const ps_tap_term *T, int j, int b, in
     tap_groups(T, row, off, ld, vw, grp, base, shift, span);
     fprintf(f, "        ps_vf %s = ps_vsplat(b%d);\n", dst, j);
     for (int t = 0; t < T->n_taps; t++) {
-        char p[160];
-        if (!shift[t]) {
-            snprintf(p, sizeof p, "g%d_%d_%d", j, b, grp[t]);
-        } else {
-            int n = snprintf(p, sizeof p, "__builtin_shuffle(g%d_%d_%d, h%d_%d_%d, (ps_vi){", j, b, grp[t], j, b, grp[t]);
-            for (int l = 0; l < vw && n < (int)sizeof p; l++) n += snprintf(p + n, sizeof p - (size_t)n, "%s%d", l ? "," : "", shift[t] + l);
-            if (n < (int)sizeof p) snprintf(p + n, sizeof p - (size_t)n, "})");
-        }
+        char p[160], g[32], h[32];
+        snprintf(g, sizeof g, "g%d_%d_%d", j, b, grp[t]);
+        snprintf(h, sizeof h, "h%d_%d_%d", j, b, grp[t]);
+        if (!shift[t]) snprintf(p, sizeof p, "%s", g);
+        else shift_text(p, sizeof p, g, h, shift[t], vw);
         if (T->w && (T->w[t] == 1.0f || T->w[t] == -1.0f)) fprintf(f, "        %s = %s %c %s;\n", dst, dst, T->w[t] > 0 ? '+' : '-', p);
         else if (fma) fprintf(f, "        %s = ps_vfma(ps_vsplat(w%d_%d), %s, %s);\n", dst, j, t, p, dst);
         else fprintf(f, "        %s = %s + ps_vsplat(w%d_%d) * %s;\n", dst, dst, j, t, p);
