@@ -383,11 +383,6 @@ static int vector_safe(const ps_vprog *prog)
     }
     return 1;
 }
-static int emit_tap_value(FILE *f, const ps_tap_term *T, int j, int t, const int *row, const int *off, int ld, int fma,
-                          const char *sfx, const char *p)
-{
-    return emit_tap_at(f, T, j, t, row, off, ld, fma, sfx, p, NULL);
-}
 
 /* The tap of box term T in row r, column s. */
 static int box_tap(const ps_tap_term *T, int r, int s)
@@ -407,7 +402,7 @@ static int emit_box_sum(FILE *f, const ps_tap_term *T, int j, const int *row, co
         for (int r = 0; r < T->box_r; r++) {
             const int t = box_tap(T, r, s);
             fputs("        {\n", f);
-            if (t < 0 || !emit_tap_value(f, T, j, t, row, off, ld, fma, sfx, p)) return 0;
+            if (t < 0 || !emit_tap_at(f, T, j, t, row, off, ld, fma, sfx, p, NULL)) return 0;
             if (r == 0) fprintf(f, "        c%d%s = %s;\n", j, sfx, p);
             else fprintf(f, "        c%d%s = c%d%s + %s;\n", j, sfx, j, sfx, p);
             if (r == T->box_r - 1) fprintf(f, "        a%d%s = a%d%s + c%d%s;\n", j, sfx, j, sfx, j, sfx);
@@ -826,7 +821,7 @@ static int emit_tap_body(FILE *f, const ps_tprog *tp, int fma, const char *out, 
             fprintf(f, "        float a%d%s = b%d;\n", j, sfx, j);
             for (int t = 0; t < T->n_taps; t++) {
                 fputs("        {\n", f);
-                if (!emit_tap_value(f, T, j, t, row, off, ld, fma, sfx, p)) return 0;
+                if (!emit_tap_at(f, T, j, t, row, off, ld, fma, sfx, p, NULL)) return 0;
                 /* a weight of +-1 (a box sum): the multiply-add rounds as the
                  * plain sum, which runs on the adders, beside the products */
                 if (T->w && (T->w[t] == 1.0f || T->w[t] == -1.0f))
